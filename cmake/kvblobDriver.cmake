@@ -1,0 +1,26 @@
+# kvblob_driver(TARGET [MAP file]): make a shared-library target a well-formed
+# kvblob driver plugin: exports the entry alone (hidden visibility plus the
+# version script), refuses undefined symbols at link time (-z defs), and is
+# named libkvblob_<name>.so so the host finds it by short name.
+# Used by the bundled drivers and by vendors through find_package(kvblob).
+function(kvblob_driver target)
+  cmake_parse_arguments(ARG "" "MAP;NAME" "" ${ARGN})
+  if(NOT ARG_MAP)
+    if(KVBLOB_PLUGIN_MAP)
+      set(ARG_MAP ${KVBLOB_PLUGIN_MAP})
+    else()
+      set(ARG_MAP ${PROJECT_SOURCE_DIR}/abi/kvblob_plugin.map)
+    endif()
+  endif()
+  if(NOT ARG_NAME)
+    set(ARG_NAME ${target})
+  endif()
+  set_target_properties(${target} PROPERTIES
+    PREFIX "lib"
+    OUTPUT_NAME "kvblob_${ARG_NAME}"
+    C_VISIBILITY_PRESET hidden
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    LINK_DEPENDS ${ARG_MAP})
+  target_link_options(${target} PRIVATE "LINKER:--version-script=${ARG_MAP}" "LINKER:-z,defs")
+endfunction()

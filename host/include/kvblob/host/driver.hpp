@@ -1,0 +1,127 @@
+// RAII around one opened driver, its region registrations and its
+// operations. The types here never release a handle or end a registration
+// while the driver may still touch the memory behind it.
+#pragma once
+
+#include <kvblob/kvblob.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kvblob {
+
+// Receives the driver's log lines and the host's own notes about a driver.
+using LogSink = std::function<void(kvblob_log_level level, const std::string &message)>;
+
+// The default sink: WARN and above to stderr (MISBEHAVING always).
+LogSink stderr_log_sink(const std::string &driver_name);
+
+enum class OpKind { put, get, probe, remove };
+const char *to_string(OpKind kind);
+
+// A call the driver (or the host, before dispatch) refused.
+class CallError : public std::runtime_error {
+public:
+    CallError(kvblob_status status, std::string rule, const std::string &message);
+    kvblob_status status() const noexcept { return status_; }
+    const std::string &rule() const noexcept { return rule_; }
+
+private:
+    kvblob_status status_;
+    std::string rule_;
+};
+
+class DriverCore;
+
+// A registration; unregisters when destroyed. If the driver still refuses
+// (access open or unprovable), the registration is pinned: the handle is
+// kept by the driver object and retried at shutdown, and the caller must keep
+// the memory alive (the log says so).
+class Region {
+public:
+    Region() = default;
+    Region(Region &&) noexcept;
+    Region &operator=(Region &&) noexcept;
+    ~Region();
+    kvblob_region_t *handle() const noexcept { return handle_; }
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+    // Unregisters now; returns the driver's status and keeps the handle on
+    // refusal.
+    kvblob_status unregister();
+
+private:
+    friend class Driver;
+    Region(std::shared_ptr<DriverCore> core, kvblob_region_t *handle);
+    std::shared_ptr<DriverCore> core_;
+    kvblob_region_t *handle_ = nullptr;
+};
+
+struct RowStatus {
+    kvblob_row_result result = KVBLOB_ROW_PENDING;
+    int32_t driver_code = 0;
+};
+
+// An admitted operation. Destroying it releases the handle only once the
+// results are final and access ended; otherwise it cancels and hands the
+// handle to the driver object, which releases it after its drain, or keeps
+// it for good when access is unprovable.
+class Operation {
+public:
+    Operation() = default;
+    Operation(Operation &&) noexcept;
+    Operation &operator=(Operation &&) noexcept;
+    ~Operation();
+
+    kvblob_op_t *handle() const noexcept { return handle_; }
+    uint64_t row_count() const noexcept { return rows_; }
+    bool is_final() const;
+    kvblob_access access() const;
+    // Waits until final and access no longer open, polling; false on timeout.
+    bool wait(std::chrono::milliseconds timeout) const;
+    std::vector<RowStatus> results() const;
+    std::string message(uint64_t row) const;
+    kvblob_status cancel() const;
+
+private:
+    friend class Driver;
+    Operation(std::shared_ptr<DriverCore> core, kvblob_op_t *handle, uint64_t rows);
+    void abandon() noexcept;
+    std::shared_ptr<DriverCore> core_;
+    kvblob_op_t *handle_ = nullptr;
+    uint64_t rows_ = 0;
+};
+
+class Driver {
+public:
+    Driver(Driver &&) noexcept = default;
+    Driver &operator=(Driver &&) noexcept = default;
+    // Shuts down in order: drain, release parked operations, unregister
+    // pinned regions, close. What cannot be ended is left alive, never freed.
+    ~Driver();
+
+    const kvblob_plugin_t &table() const noexcept;
+    kvblob_driver_t *handle() const noexcept;
+    const kvblob_caps_t &caps() const noexcept;
+    bool has(uint64_t capability) const noexcept { return (caps().flags & capability) != 0; }
+    // The scenario-hook extension, or nullptr when the driver offers none.
+    const kvblob_scenarios_t *scenarios() const noexcept;
+    const std::string &name() const noexcept;
+
+    Region register_region(const kvblob_region_desc_t &desc);
+    Operation submit(OpKind kind, const kvblob_batch_t &batch);
+    kvblob_status drain(std::chrono::nanoseconds timeout);
+    // Drains with the given timeout, then ends everything and closes. Returns
+    // the first status that stopped it (KVBLOB_OK when closed).
+    kvblob_status shutdown(std::chrono::nanoseconds timeout);
+
+private:
+    friend class Plugin;
+    explicit Driver(std::shared_ptr<DriverCore> core) : core_(std::move(core)) {}
+    std::shared_ptr<DriverCore> core_;
+};
+
+}  // namespace kvblob

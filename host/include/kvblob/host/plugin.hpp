@@ -1,0 +1,54 @@
+// A driver plugin loaded, negotiated and validated: the only way the host
+// lets an engine reach a plugin's table.
+#pragma once
+
+#include <kvblob/kvblob.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kvblob/host/driver.hpp"
+#include "kvblob/host/load_error.hpp"
+
+namespace kvblob {
+
+class Library;
+
+struct LoadOptions {
+    // Directories searched after KVBLOB_DRIVER_PATH for a short name.
+    std::vector<std::filesystem::path> search_dirs;
+};
+
+using Options = std::vector<std::pair<std::string, std::string>>;
+
+class Plugin {
+public:
+    // Loads spec (a path, or a short name such as "memory") through the
+    // stages open -> entry -> negotiate -> validate. Throws LoadError.
+    // KVBLOB_LOADER_DEBUG=1 traces each stage to stderr.
+    static Plugin load(const std::string &spec, const LoadOptions &options = {});
+
+    const std::filesystem::path &path() const noexcept { return path_; }
+    const kvblob_plugin_t &table() const noexcept { return *table_; }
+    uint32_t abi_version() const noexcept { return abi_version_; }
+    std::string name() const { return table_->name; }
+    std::string version() const { return table_->version; }
+    std::string description() const { return table_->description ? table_->description : ""; }
+    std::vector<kvblob_option_desc_t> options() const;
+
+    // Opens a driver (stage init). Throws LoadError when open fails
+    // (R-LOAD-9, R-OPN-1) or declares malformed capabilities (R-LOAD-8).
+    Driver open(const Options &options = {}, LogSink log = {}) const;
+
+private:
+    Plugin() = default;
+    std::shared_ptr<Library> library_;
+    std::filesystem::path path_;
+    const kvblob_plugin_t *table_ = nullptr;
+    uint32_t abi_version_ = 0;
+};
+
+}  // namespace kvblob

@@ -1,0 +1,308 @@
+// The staged load: open -> entry -> negotiate -> validate, then init at open.
+#include "kvblob/host/plugin.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "driver_core.hpp"
+#include "kvblob/host/discovery.hpp"
+#include "library.hpp"
+
+namespace kvblob {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool loader_debug()
+{
+    const char *v = std::getenv("KVBLOB_LOADER_DEBUG");
+    return v && *v && std::strcmp(v, "0") != 0;
+}
+
+void trace(LoadStage stage, const std::string &file, const std::string &what)
+{
+    if (loader_debug())
+        std::fprintf(stderr, "kvblob-loader: [%s] %s: %s\n", to_string(stage), file.c_str(),
+                     what.c_str());
+}
+
+std::string version_text(uint32_t v)
+{
+    return std::to_string(KVBLOB_VERSION_MAJOR(v)) + "." + std::to_string(KVBLOB_VERSION_MINOR(v));
+}
+
+[[noreturn]] void refuse(const std::string &file, LoadStage stage, std::vector<LoadProblem> problems,
+                         std::string dl = {})
+{
+    for (const auto &p : problems) trace(stage, file, "refused [" + p.rule + "] " + p.reason);
+    throw LoadError(file, stage, std::move(problems), std::move(dl));
+}
+
+// Reads a plugin-owned string without trusting it to be terminated.
+bool bounded_string(const char *s, size_t max_len, std::string &out)
+{
+    if (!s) return false;
+    size_t n = strnlen(s, max_len + 1);
+    out.assign(s, n);
+    return n <= max_len;
+}
+
+void check_identity(const kvblob_plugin_t &t, std::vector<LoadProblem> &problems)
+{
+    std::string name, version;
+    if (!bounded_string(t.name, 64, name) || name.empty())
+        problems.push_back({"R-LOAD-6", "name is NULL, empty or longer than 64 bytes"});
+    else
+        for (char c : name)
+            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) {
+                problems.push_back({"R-LOAD-6", "name '" + name + "' has a character outside [a-z0-9_-]"});
+                break;
+            }
+    if (!bounded_string(t.version, 64, version) || version.empty())
+        problems.push_back({"R-LOAD-6", "version is NULL, empty or longer than 64 bytes"});
+    else
+        for (unsigned char c : version)
+            if (c < 0x20 || c > 0x7e) {
+                problems.push_back({"R-LOAD-6", "version has a non-printable byte"});
+                break;
+            }
+}
+
+void check_slots(const kvblob_plugin_t &t, std::vector<LoadProblem> &problems)
+{
+    struct Slot {
+        const char *name;
+        bool present;
+    };
+    const Slot mandatory[] = {
+        {"open", t.open != nullptr},
+        {"close", t.close != nullptr},
+        {"register_region", t.register_region != nullptr},
+        {"unregister_region", t.unregister_region != nullptr},
+        {"put", t.put != nullptr},
+        {"get", t.get != nullptr},
+        {"poll", t.poll != nullptr},
+        {"results", t.results != nullptr},
+        {"row_message", t.row_message != nullptr},
+        {"access", t.access != nullptr},
+        {"cancel", t.cancel != nullptr},
+        {"release", t.release != nullptr},
+        {"drain", t.drain != nullptr},
+    };
+    for (const auto &slot : mandatory)
+        if (!slot.present)
+            problems.push_back({"R-LOAD-5", std::string("mandatory slot '") + slot.name + "' is NULL"});
+}
+
+void check_options(const kvblob_plugin_t &t, std::vector<LoadProblem> &problems)
+{
+    if (t.option_count == 0) return;
+    if (!t.options) {
+        problems.push_back({"R-LOAD-7", "option_count is " + std::to_string(t.option_count) +
+                                            " but options is NULL"});
+        return;
+    }
+    if (t.option_count > 4096) {
+        problems.push_back({"R-LOAD-7", "option_count " + std::to_string(t.option_count) + " is implausible"});
+        return;
+    }
+    std::set<std::string> seen;
+    for (uint64_t i = 0; i < t.option_count; ++i) {
+        const auto &o = t.options[i];
+        std::string where = "option #" + std::to_string(i);
+        std::string name;
+        if (o.struct_size < sizeof(kvblob_option_desc_t))
+            problems.push_back({"R-LOAD-7", where + " has struct_size " + std::to_string(o.struct_size)});
+        if (!bounded_string(o.name, 128, name) || name.empty()) {
+            problems.push_back({"R-LOAD-7", where + " has no name"});
+            continue;
+        }
+        if (o.type < KVBLOB_OPTION_STRING || o.type > KVBLOB_OPTION_CHOICE)
+            problems.push_back({"R-LOAD-7", "option '" + name + "' has unknown type " + std::to_string(o.type)});
+        if (o.type == KVBLOB_OPTION_CHOICE && !o.choices)
+            problems.push_back({"R-LOAD-7", "option '" + name + "' is a choice without choices"});
+        if (!seen.insert(name).second)
+            problems.push_back({"R-LOAD-7", "option '" + name + "' is described twice"});
+    }
+}
+
+std::vector<LoadProblem> check_caps(const kvblob_plugin_t &t, const kvblob_caps_t &c)
+{
+    std::vector<LoadProblem> problems;
+    if (c.flags & ~KVBLOB_CAP_KNOWN_MASK) {
+        std::ostringstream hex;
+        hex << std::hex << (c.flags & ~KVBLOB_CAP_KNOWN_MASK);
+        problems.push_back({"R-LOAD-8", "reserved capability bits set: 0x" + hex.str()});
+    }
+    if (c.reserved != 0) problems.push_back({"R-LOAD-8", "the capability record's reserved member is not zero"});
+    const struct {
+        const char *name;
+        uint64_t value;
+    } limits[] = {{"max_rows_per_op", c.max_rows_per_op},
+                  {"max_spans_per_row", c.max_spans_per_row},
+                  {"max_key_bytes", c.max_key_bytes},
+                  {"max_object_bytes", c.max_object_bytes},
+                  {"max_ops_in_flight", c.max_ops_in_flight}};
+    for (const auto &l : limits)
+        if (l.value == 0)
+            problems.push_back({"R-LOAD-8", std::string("limit ") + l.name +
+                                                 " is 0 (use KVBLOB_NO_LIMIT for none)"});
+    if (!(c.flags & KVBLOB_CAP_MULTI_SPAN) && c.max_spans_per_row > 1)
+        problems.push_back({"R-LOAD-8", "max_spans_per_row is " + std::to_string(c.max_spans_per_row) +
+                                             " without the multi_span capability"});
+    if ((c.flags & KVBLOB_CAP_PROBE) && !t.probe)
+        problems.push_back({"R-LOAD-8", "declares probe but the probe slot is NULL"});
+    if ((c.flags & KVBLOB_CAP_REMOVE) && !t.remove)
+        problems.push_back({"R-LOAD-8", "declares remove but the remove slot is NULL"});
+    return problems;
+}
+
+}  // namespace
+
+Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
+{
+    // Stage open: find the file and let the dynamic linker load it.
+    auto found = find_plugin(spec, options.search_dirs);
+    if (!found) {
+        std::string where;
+        for (const auto &d : plugin_search_dirs(options.search_dirs))
+            where += (where.empty() ? "" : ", ") + d.string();
+        refuse(plugin_file_name(spec), LoadStage::open,
+               {{"R-LOAD-1", "no driver named '" + spec + "': " + plugin_file_name(spec) +
+                                 " is not in any of [" + where + "] (set " + driver_path_env +
+                                 " or give a path)"}});
+    }
+    const std::string file = found->string();
+    trace(LoadStage::open, file, "dlopen(RTLD_NOW | RTLD_LOCAL)");
+    std::error_code ec;
+    // A bare soname ("libc.so.6") is left to the dynamic linker's own search.
+    const bool bare_soname = file.find('/') == std::string::npos;
+    if (!bare_soname && !fs::exists(*found, ec))
+        refuse(file, LoadStage::open, {{"R-LOAD-1", "no such file"}});
+    dlerror();
+    void *handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *why = dlerror();
+        refuse(file, LoadStage::open, {{"R-LOAD-1", "the dynamic linker cannot load it"}}, why ? why : "");
+    }
+    auto library = std::make_shared<Library>(handle);
+
+    // Stage entry.
+    trace(LoadStage::entry, file, std::string("dlsym(") + KVBLOB_ENTRY_SYMBOL + ")");
+    dlerror();
+    auto entry = reinterpret_cast<kvblob_negotiate_fn>(library->symbol(KVBLOB_ENTRY_SYMBOL));
+    if (!entry) {
+        const char *why = dlerror();
+        refuse(file, LoadStage::entry,
+               {{"R-LOAD-2", std::string("it does not export ") + KVBLOB_ENTRY_SYMBOL +
+                                 ": not a kvblob driver plugin"}},
+               why ? why : "");
+    }
+
+    // Stage negotiate: offer our range, then re-check the answer.
+    kvblob_negotiation_t n{};
+    n.struct_size = sizeof n;
+    n.host_min_abi_version = KVBLOB_ABI_VERSION_OLDEST;
+    n.host_max_abi_version = KVBLOB_ABI_VERSION;
+    n.host_kvblob_version = KVBLOB_ABI_VERSION;
+    const std::string offered = version_text(n.host_min_abi_version) + ".." + version_text(n.host_max_abi_version);
+    trace(LoadStage::negotiate, file, "offering ABI " + offered);
+    kvblob_status st = entry(&n);
+    std::vector<LoadProblem> problems;
+    const bool in_range = n.chosen_abi_version >= n.host_min_abi_version &&
+                          n.chosen_abi_version <= n.host_max_abi_version;
+    if (st != KVBLOB_OK) {
+        std::string reason = std::string("the entry answered ") + kvblob_status_name(st);
+        if (n.chosen_abi_version > n.host_max_abi_version)
+            reason += ": the plugin speaks ABI " + version_text(n.chosen_abi_version) +
+                      ", newer than this host's " + offered + " (update the host)";
+        else if (n.chosen_abi_version != 0 && n.chosen_abi_version < n.host_min_abi_version)
+            reason += ": the plugin speaks ABI " + version_text(n.chosen_abi_version) +
+                      ", older than this host's " + offered + " (rebuild the plugin)";
+        else
+            reason += " to the offered ABI " + offered;
+        problems.push_back({"R-LOAD-3", reason});
+    } else {
+        if (!in_range)
+            problems.push_back({"R-LOAD-3", "the plugin chose ABI " + version_text(n.chosen_abi_version) +
+                                                ", outside the offered " + offered});
+        if (!n.plugin) problems.push_back({"R-LOAD-3", "the entry answered KVBLOB_OK with a NULL plugin table"});
+    }
+    if (!problems.empty()) refuse(file, LoadStage::negotiate, problems);
+    trace(LoadStage::negotiate, file, "agreed on ABI " + version_text(n.chosen_abi_version));
+
+    // Stage validate: read no further than the table's own size says.
+    const kvblob_plugin_t &t = *n.plugin;
+    if (t.struct_size < sizeof(kvblob_plugin_t))
+        refuse(file, LoadStage::validate,
+               {{"R-LOAD-4", "plugin table struct_size " + std::to_string(t.struct_size) +
+                                 " is smaller than ABI 1.0's " + std::to_string(sizeof(kvblob_plugin_t))}});
+    if (t.abi_version != n.chosen_abi_version)
+        problems.push_back({"R-LOAD-4", "the table says ABI " + version_text(t.abi_version) +
+                                            " but negotiation chose " + version_text(n.chosen_abi_version)});
+    if (t.reserved != 0) problems.push_back({"R-LOAD-4", "the table's reserved member is not zero"});
+    if (t.contract_version == 0) problems.push_back({"R-LOAD-4", "contract_version is 0"});
+    check_slots(t, problems);
+    check_identity(t, problems);
+    check_options(t, problems);
+    if (!problems.empty()) refuse(file, LoadStage::validate, problems);
+    trace(LoadStage::validate, file, std::string("ok: driver '") + t.name + "' " + t.version);
+
+    Plugin plugin;
+    plugin.library_ = std::move(library);
+    plugin.path_ = *found;
+    plugin.table_ = &t;
+    plugin.abi_version_ = n.chosen_abi_version;
+    return plugin;
+}
+
+std::vector<kvblob_option_desc_t> Plugin::options() const
+{
+    if (!table_->options) return {};
+    return {table_->options, table_->options + table_->option_count};
+}
+
+Driver Plugin::open(const Options &options, LogSink log) const
+{
+    const std::string file = path_.string();
+    trace(LoadStage::init, file, "open with " + std::to_string(options.size()) + " option(s)");
+    std::vector<kvblob_option_t> raw;
+    raw.reserve(options.size());
+    for (const auto &[key, value] : options)
+        raw.push_back({sizeof(kvblob_option_t), 0, key.c_str(), value.c_str()});
+
+    auto core = std::make_shared<DriverCore>(library_, table_, name(), log ? std::move(log) : stderr_log_sink(name()));
+    kvblob_open_args_t args{};
+    args.struct_size = sizeof args;
+    args.abi_version = abi_version_;
+    args.options = raw.data();
+    args.option_count = raw.size();
+    args.host = &core->services;
+    kvblob_caps_t caps{};
+    caps.struct_size = sizeof caps;
+    char err[1024] = {0};
+    kvblob_driver_t *handle = nullptr;
+    kvblob_status st = table_->open(&args, &caps, &handle, err, sizeof err);
+    err[sizeof err - 1] = '\0';
+    if (st != KVBLOB_OK || !handle) {
+        std::string reason = std::string("open answered ") + kvblob_status_name(st);
+        if (st == KVBLOB_OK) reason += " with a NULL driver";
+        reason += err[0] ? std::string(": ") + err : std::string(" without a message");
+        refuse(file, LoadStage::init, {{st == KVBLOB_E_BAD_OPTION ? "R-OPN-1" : "R-LOAD-9", reason}});
+    }
+    core->adopt(handle, caps);
+    if (auto problems = check_caps(*table_, caps); !problems.empty()) {
+        core->shutdown(std::chrono::seconds(1));
+        refuse(file, LoadStage::init, problems);
+    }
+    trace(LoadStage::init, file, "ready");
+    return Driver(std::move(core));
+}
+
+}  // namespace kvblob

@@ -1,0 +1,183 @@
+// kvblob-info PLUGIN: what a driver plugin is, or why the loader refuses it.
+//
+// Exit codes: 0 loaded and opened; 2 usage error; 3 refused by the loader
+// (any stage, init included).
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kvblob/host/json.hpp"
+#include "kvblob/host/load_error.hpp"
+#include "kvblob/host/plugin.hpp"
+#include "kvblob/host/version.hpp"
+
+namespace {
+
+constexpr int exit_refused = 3;
+
+struct CapName {
+    uint64_t bit;
+    const char *name;
+};
+constexpr CapName cap_names[] = {
+    {KVBLOB_CAP_HINTS, "hints"},           {KVBLOB_CAP_ABSENT_IS_MISS, "absent_is_miss"},
+    {KVBLOB_CAP_DEVICE_MEMORY, "device_memory"}, {KVBLOB_CAP_MULTI_SPAN, "multi_span"},
+    {KVBLOB_CAP_PROBE, "probe"},           {KVBLOB_CAP_REMOVE, "remove"},
+};
+
+std::string version_text(uint32_t v)
+{
+    return std::to_string(KVBLOB_VERSION_MAJOR(v)) + "." + std::to_string(KVBLOB_VERSION_MINOR(v));
+}
+
+std::string limit_text(uint64_t v) { return v == KVBLOB_NO_LIMIT ? "none" : std::to_string(v); }
+std::string limit_json(uint64_t v) { return v == KVBLOB_NO_LIMIT ? "null" : std::to_string(v); }
+
+const char *option_type_name(kvblob_option_type t)
+{
+    switch (t) {
+    case KVBLOB_OPTION_STRING: return "string";
+    case KVBLOB_OPTION_INT: return "int";
+    case KVBLOB_OPTION_BOOL: return "bool";
+    case KVBLOB_OPTION_BYTES: return "bytes";
+    case KVBLOB_OPTION_MILLISECONDS: return "milliseconds";
+    case KVBLOB_OPTION_CHOICE: return "choice";
+    }
+    return "unknown";
+}
+
+std::vector<std::pair<std::string, uint64_t>> limits_of(const kvblob_caps_t &c)
+{
+    return {{"max_rows_per_op", c.max_rows_per_op},
+            {"max_spans_per_row", c.max_spans_per_row},
+            {"max_key_bytes", c.max_key_bytes},
+            {"max_object_bytes", c.max_object_bytes},
+            {"max_ops_in_flight", c.max_ops_in_flight}};
+}
+
+void print_refusal_json(const kvblob::LoadError &e)
+{
+    std::cout << "{\"loaded\":false,\"file\":" << kvblob::json_quote(e.file())
+              << ",\"stage\":" << kvblob::json_quote(kvblob::to_string(e.stage())) << ",\"problems\":[";
+    bool first = true;
+    for (const auto &p : e.problems()) {
+        std::cout << (first ? "" : ",") << "{\"rule\":" << kvblob::json_quote(p.rule)
+                  << ",\"reason\":" << kvblob::json_quote(p.reason) << "}";
+        first = false;
+    }
+    std::cout << "],\"dlerror\":" << kvblob::json_quote(e.dlerror_text()) << "}\n";
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    CLI::App app{"Show a kvblob driver plugin's identity, ABI, capabilities and options,\n"
+                 "or the loader's explanation of why it is refused."};
+    app.set_version_flag("--version", std::string("kvblob-info ") + kvblob::release_version() + " (ABI " +
+                                          version_text(KVBLOB_ABI_VERSION) + ", contract " +
+                                          std::to_string(KVBLOB_CONTRACT_VERSION) + ")");
+    std::string spec;
+    std::vector<std::string> raw_options;
+    bool json = false;
+    bool no_open = false;
+    app.add_option("plugin", spec, "Path to a plugin .so, or a driver name such as 'memory'")->required();
+    app.add_option("-o,--option", raw_options, "key=value passed to the driver's open (repeatable)");
+    app.add_flag("--json", json, "Print one JSON object instead of text");
+    app.add_flag("--no-open", no_open, "Validate the plugin without opening a driver (no capabilities)");
+    app.footer("Exit codes: 0 loaded; 2 usage error; 3 refused by the loader.\n"
+               "KVBLOB_DRIVER_PATH adds plugin directories; KVBLOB_LOADER_DEBUG=1 traces each stage.");
+    CLI11_PARSE(app, argc, argv);
+
+    kvblob::Options options;
+    for (const auto &kv : raw_options) {
+        auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            std::cerr << "kvblob-info: --option '" << kv << "' is not key=value\n";
+            return 2;
+        }
+        options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+
+    try {
+        auto plugin = kvblob::Plugin::load(spec);
+        kvblob_caps_t caps{};
+        bool opened = false;
+        if (!no_open) {
+            auto driver = plugin.open(options);
+            caps = driver.caps();
+            opened = true;
+        }
+        const auto &t = plugin.table();
+        auto opts = plugin.options();
+        if (json) {
+            std::cout << "{\"loaded\":true,\"file\":" << kvblob::json_quote(plugin.path().string())
+                      << ",\"name\":" << kvblob::json_quote(plugin.name())
+                      << ",\"version\":" << kvblob::json_quote(plugin.version())
+                      << ",\"description\":" << kvblob::json_quote(plugin.description())
+                      << ",\"abi_version\":" << kvblob::json_quote(version_text(plugin.abi_version()))
+                      << ",\"contract_version\":" << t.contract_version;
+            if (opened) {
+                std::cout << ",\"capabilities\":[";
+                bool first = true;
+                for (const auto &c : cap_names)
+                    if (caps.flags & c.bit) {
+                        std::cout << (first ? "" : ",") << kvblob::json_quote(c.name);
+                        first = false;
+                    }
+                std::cout << "],\"limits\":{";
+                first = true;
+                for (const auto &[name, value] : limits_of(caps)) {
+                    std::cout << (first ? "" : ",") << kvblob::json_quote(name) << ":" << limit_json(value);
+                    first = false;
+                }
+                std::cout << "}";
+            }
+            std::cout << ",\"options\":[";
+            for (size_t i = 0; i < opts.size(); ++i) {
+                const auto &o = opts[i];
+                std::cout << (i ? "," : "") << "{\"name\":" << kvblob::json_quote(o.name)
+                          << ",\"type\":" << kvblob::json_quote(option_type_name(o.type))
+                          << ",\"default\":" << (o.default_value ? kvblob::json_quote(o.default_value) : "null")
+                          << ",\"choices\":" << (o.choices ? kvblob::json_quote(o.choices) : "null")
+                          << ",\"help\":" << kvblob::json_quote(o.help ? o.help : "") << "}";
+            }
+            std::cout << "]}\n";
+            return 0;
+        }
+        std::cout << "file:      " << plugin.path().string() << "\n"
+                  << "driver:    " << plugin.name() << " " << plugin.version() << "\n";
+        if (!plugin.description().empty()) std::cout << "           " << plugin.description() << "\n";
+        std::cout << "ABI:       " << version_text(plugin.abi_version()) << " (host speaks "
+                  << version_text(KVBLOB_ABI_VERSION_OLDEST) << ".." << version_text(KVBLOB_ABI_VERSION) << ")\n"
+                  << "contract:  " << t.contract_version << "\n";
+        if (opened) {
+            std::cout << "capabilities:";
+            bool any = false;
+            for (const auto &c : cap_names)
+                if (caps.flags & c.bit) {
+                    std::cout << " " << c.name;
+                    any = true;
+                }
+            std::cout << (any ? "" : " (none)") << "\nlimits:\n";
+            for (const auto &[name, value] : limits_of(caps))
+                std::cout << "  " << name << std::string(20 - name.size(), ' ') << limit_text(value) << "\n";
+        }
+        std::cout << "options:" << (opts.empty() ? " (none)" : "") << "\n";
+        for (const auto &o : opts) {
+            std::cout << "  " << o.name << " (" << option_type_name(o.type);
+            if (o.choices) std::cout << ": " << o.choices;
+            if (o.default_value) std::cout << ", default '" << o.default_value << "'";
+            else std::cout << ", required";
+            std::cout << ")\n      " << (o.help ? o.help : "") << "\n";
+        }
+        return 0;
+    } catch (const kvblob::LoadError &e) {
+        if (json) print_refusal_json(e);
+        else std::cerr << e.what() << "\n";
+        return exit_refused;
+    }
+}
