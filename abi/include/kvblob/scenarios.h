@@ -70,8 +70,10 @@ typedef struct kvblob_scenarios {
     /* Undoes what the stage_ slots staged (except corruption and
      * unprovable access, which are permanent); held gets go on. */
     kvblob_status (*release_staged)(kvblob_driver_t *self);
-    /* In a driver's controlled mode, lets op pass stage (stages are passed
-     * in order; advancing to a later stage passes the earlier ones).
+    /* In a driver's controlled mode, lets op pass stage. START and
+     * TRANSFER_END pass in order (asking for a later stage passes the earlier
+     * ones); after TRANSFER_END, COMMIT and ACCESS_END pass independently, in
+     * either order, so results and access can be seen apart (R-ACC-1).
      * KVBLOB_E_UNSUPPORTED outside controlled mode. */
     kvblob_status (*advance)(kvblob_driver_t *self, kvblob_op_t *op, kvblob_stage stage);
 } kvblob_scenarios_t;

@@ -1,0 +1,366 @@
+#include "memory_driver.hpp"
+
+#include <kvblob/support/crc32c.hpp>
+#include <kvblob/support/options.hpp>
+#include <kvblob/support/plugin_glue.hpp>
+#include <kvblob/support/trailer.hpp>
+
+#include <cstring>
+
+namespace kvblob::memory {
+
+using support::crc32c;
+using support::crc32c_copy;
+using support::trailer_size;
+
+extern const kvblob_option_desc_t memory_options[];
+extern const uint64_t memory_option_count;
+extern const kvblob_scenarios_t memory_scenarios;
+
+namespace {
+
+uint64_t positive(const support::ParsedOptions &o, const char *name)
+{
+    int64_t v = o.integer(name);
+    if (v <= 0) throw support::OptionError(std::string("option '") + name + "' must be positive");
+    return static_cast<uint64_t>(v);
+}
+
+}  // namespace
+
+std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
+{
+    support::ParsedOptions o(memory_options, memory_option_count, args);
+    const std::string &mode_text = o.text("mode");
+    Mode mode = mode_text == "blocking" ? Mode::blocking : mode_text == "controlled" ? Mode::controlled : Mode::background;
+    const uint64_t workers = positive(o, "workers");
+    if (workers > 256) throw support::OptionError("option 'workers' must be at most 256");
+    caps.max_rows_per_op = positive(o, "max_rows");
+    caps.max_spans_per_row = positive(o, "max_spans");
+    caps.max_key_bytes = positive(o, "max_key_bytes");
+    caps.max_object_bytes = o.bytes("max_object_bytes");
+    if (caps.max_object_bytes == 0) throw support::OptionError("option 'max_object_bytes' must be positive");
+    caps.max_ops_in_flight = positive(o, "max_ops_in_flight");
+    caps.flags = KVBLOB_CAP_HINTS | KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
+    if (caps.max_spans_per_row > 1) caps.flags |= KVBLOB_CAP_MULTI_SPAN;
+    auto store = Store::named(o.text("store"), o.bytes("capacity"));
+    return std::unique_ptr<MemoryDriver>(
+        new MemoryDriver(caps, args.host, std::move(store), mode, static_cast<unsigned>(workers)));
+}
+
+MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
+                           std::shared_ptr<Store> store, Mode mode, unsigned workers)
+    : DriverBase(caps, host), store_(std::move(store)), mode_(mode)
+{
+    if (mode_ == Mode::background)
+        for (unsigned i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+MemoryDriver::~MemoryDriver() { stop(); }
+
+const void *MemoryDriver::extension(const char *id)
+{
+    return std::strcmp(id, KVBLOB_EXT_SCENARIOS) == 0 ? &memory_scenarios : nullptr;
+}
+
+// ---- execution ------------------------------------------------------------
+
+void MemoryDriver::start(Op &base)
+{
+    auto &op = static_cast<MemoryOp &>(base);
+    op.outcomes.resize(op.rows.size());
+    bool held = false;
+    {
+        std::lock_guard lock(hooks_mu_);
+        for (const auto &row : op.rows) {
+            if (unprovable_keys_.erase(row.key)) op.unprovable = true;
+            if (op.kind == OpKind::get && held_keys_.count(row.key)) held = true;
+        }
+        if (held && mode_ != Mode::controlled) {
+            // Held inside the store: started, not final, access open, until
+            // release_staged (R-CON-3).
+            for (size_t i = 0; i < op.rows.size(); ++i) op.rows[i].started.store(true);
+            held_ops_.push_back(&op);
+            return;
+        }
+    }
+    dispatch(op);
+}
+
+void MemoryDriver::dispatch(MemoryOp &op)
+{
+    switch (mode_) {
+    case Mode::blocking: run(op); break;
+    case Mode::background: {
+        std::lock_guard lock(queue_mu_);
+        queue_.push_back(&op);
+        queue_cv_.notify_one();
+        break;
+    }
+    case Mode::controlled: break;  // waits for advance()
+    }
+}
+
+void MemoryDriver::worker_loop()
+{
+    for (;;) {
+        MemoryOp *op = nullptr;
+        {
+            std::unique_lock lock(queue_mu_);
+            queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            if (queue_.empty()) return;
+            op = queue_.front();
+            queue_.pop_front();
+        }
+        run(*op);
+    }
+}
+
+void MemoryDriver::stop()
+{
+    {
+        std::lock_guard lock(queue_mu_);
+        stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    for (auto &t : workers_)
+        if (t.joinable()) t.join();
+    workers_.clear();
+}
+
+void MemoryDriver::run(MemoryOp &op)
+{
+    transfer(op);
+    commit(op);
+    end_access(op);
+    finish(op);  // the last touch: op may be released from here on
+}
+
+void MemoryDriver::transfer(MemoryOp &op)
+{
+    for (size_t i = 0; i < op.rows.size(); ++i) {
+        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) continue;  // cancelled
+        if (!op.rows[i].started.load() && !begin_row(op, i)) continue;
+        switch (op.kind) {
+        case OpKind::put: transfer_put(op, i); break;
+        case OpKind::get: transfer_get(op, i); break;
+        case OpKind::probe: transfer_probe(op, i); break;
+        case OpKind::remove: transfer_remove(op, i); break;
+        }
+    }
+}
+
+void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
+{
+    const auto &row = op.rows[i];
+    auto &out = op.outcomes[i];
+    if (pool_full_.load()) {
+        out = {KVBLOB_ROW_DECLINED, 0, "the pool is full (staged)", nullptr};
+        return;
+    }
+    const uint64_t bytes = row.total + trailer_size;
+    switch (store_->reserve(row.key, bytes)) {
+    case Store::Reservation::exists: out = {KVBLOB_ROW_READY, 0, "already stored; left as it was", nullptr}; return;
+    case Store::Reservation::writing:
+        out = {KVBLOB_ROW_NOT_READY, 0, "another writer holds this key uncommitted", nullptr};
+        return;
+    case Store::Reservation::full:
+        out = {KVBLOB_ROW_DECLINED, 0,
+               "store capacity of " + std::to_string(store_->capacity()) + " bytes would be exceeded", nullptr};
+        return;
+    case Store::Reservation::reserved: break;
+    }
+    // One pass over the caller's bytes: copy and checksum together.
+    auto object = std::make_shared<std::vector<uint8_t>>(bytes);
+    uint8_t *dst = object->data();
+    uint32_t crc = 0;
+    for (const auto &span : row.spans) {
+        crc = crc32c_copy(crc, dst, span.data, span.length);
+        dst += span.length;
+    }
+    support::write_trailer(dst, row.key, row.total, crc);
+    out = {KVBLOB_ROW_READY, 0, {}, std::move(object)};
+}
+
+void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
+{
+    const auto &row = op.rows[i];
+    auto &out = op.outcomes[i];
+    {
+        std::lock_guard lock(hooks_mu_);
+        if (failing_reads_.count(row.key)) {
+            out = {KVBLOB_ROW_FAULT, 5, "the store failed to read this object (staged)", nullptr};
+            return;
+        }
+    }
+    auto found = store_->find(row.key);
+    if (found.state == Store::State::absent) {
+        out = {KVBLOB_ROW_MISS, 0, {}, nullptr};  // destination untouched (R-ROW-3)
+        return;
+    }
+    if (found.state == Store::State::writing) {
+        out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr};
+        return;
+    }
+    const auto &object = *found.object;
+    uint64_t payload = 0;
+    uint32_t recorded = 0;
+    auto fault = support::check_trailer(object.data(), object.size(), row.key, payload, recorded);
+    if (fault != support::TrailerFault::none) {
+        out = {KVBLOB_ROW_FAULT, static_cast<int32_t>(fault), support::to_string(fault), nullptr};
+        return;
+    }
+    if (payload != row.total) {
+        // R-ROW-5: refused before writing a byte, whichever way it differs.
+        out = {KVBLOB_ROW_FAULT, 100,
+               "stored object is " + std::to_string(payload) + " bytes; the row's spans hold " +
+                   std::to_string(row.total),
+               nullptr};
+        return;
+    }
+    const uint8_t *src = object.data();
+    uint32_t crc = 0;
+    for (const auto &span : row.spans) {
+        crc = crc32c_copy(crc, span.data, src, span.length);
+        src += span.length;
+    }
+    if (crc != recorded) {
+        // R-ROW-6: the bytes were written, but they are never called READY.
+        out = {KVBLOB_ROW_FAULT, static_cast<int32_t>(support::TrailerFault::bad_checksum),
+               support::to_string(support::TrailerFault::bad_checksum), nullptr};
+        return;
+    }
+    out = {KVBLOB_ROW_READY, 0, {}, nullptr};
+}
+
+void MemoryDriver::transfer_probe(MemoryOp &op, size_t i)
+{
+    auto &out = op.outcomes[i];
+    switch (store_->find(op.rows[i].key).state) {
+    case Store::State::absent: out = {KVBLOB_ROW_MISS, 0, {}, nullptr}; break;
+    case Store::State::writing: out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr}; break;
+    case Store::State::complete: out = {KVBLOB_ROW_READY, 0, {}, nullptr}; break;
+    }
+}
+
+void MemoryDriver::transfer_remove(MemoryOp &op, size_t i)
+{
+    auto &out = op.outcomes[i];
+    switch (store_->remove(op.rows[i].key)) {
+    case Store::Removal::removed: out = {KVBLOB_ROW_READY, 0, {}, nullptr}; break;
+    case Store::Removal::absent: out = {KVBLOB_ROW_MISS, 0, {}, nullptr}; break;
+    case Store::Removal::writing: out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr}; break;
+    }
+}
+
+void MemoryDriver::commit(MemoryOp &op)
+{
+    for (size_t i = 0; i < op.rows.size(); ++i) {
+        auto &out = op.outcomes[i];
+        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) continue;  // cancelled before it started
+        if (out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
+        set_row(op, i, out.result, out.code, std::move(out.message));
+    }
+}
+
+// ---- cancel and controlled mode -----------------------------------------------
+
+void MemoryDriver::on_cancel(Op &base)
+{
+    auto &op = static_cast<MemoryOp &>(base);
+    if (mode_ != Mode::controlled) return;  // workers check cancel_requested per row
+    {
+        std::lock_guard lock(op.mu);
+        if (op.started) return;
+        op.started = op.transferred = op.committed = op.access_ended = true;
+    }
+    cancel_unstarted(op);
+}
+
+kvblob_status MemoryDriver::advance(kvblob_op_t *handle, kvblob_stage stage)
+{
+    if (mode_ != Mode::controlled) return KVBLOB_E_UNSUPPORTED;
+    if (!handle || stage < KVBLOB_STAGE_START || stage > KVBLOB_STAGE_ACCESS_END) return KVBLOB_E_INVALID;
+    auto &op = static_cast<MemoryOp &>(*static_cast<Op *>(handle));
+    bool do_finish = false, do_end = false;
+    {
+        std::lock_guard lock(op.mu);
+        if (!op.started) {
+            op.started = true;
+            for (size_t i = 0; i < op.rows.size(); ++i) begin_row(op, i);
+        }
+        if (stage >= KVBLOB_STAGE_TRANSFER_END && !op.transferred) {
+            op.transferred = true;
+            transfer(op);
+        }
+        if (stage == KVBLOB_STAGE_COMMIT && !op.committed) {
+            op.committed = true;
+            commit(op);
+            do_finish = true;
+        }
+        if (stage == KVBLOB_STAGE_ACCESS_END && !op.access_ended) {
+            op.access_ended = true;
+            do_end = true;
+        }
+    }
+    // Outside op.mu: after these the operation may be released and gone.
+    if (do_end) end_access(op);
+    if (do_finish) finish(op);
+    return KVBLOB_OK;
+}
+
+// ---- scenario hooks -------------------------------------------------------------
+
+kvblob_status MemoryDriver::stage_foreign_writer(const std::string &key)
+{
+    return store_->hold_for_foreign_writer(key) ? KVBLOB_OK : KVBLOB_E_INVALID;
+}
+
+kvblob_status MemoryDriver::stage_full_pool()
+{
+    pool_full_.store(true);
+    return KVBLOB_OK;
+}
+
+kvblob_status MemoryDriver::stage_failing_read(const std::string &key)
+{
+    std::lock_guard lock(hooks_mu_);
+    failing_reads_.insert(key);
+    return KVBLOB_OK;
+}
+
+kvblob_status MemoryDriver::stage_held_get(const std::string &key)
+{
+    std::lock_guard lock(hooks_mu_);
+    held_keys_.insert(key);
+    return KVBLOB_OK;
+}
+
+kvblob_status MemoryDriver::stage_corrupt(const std::string &key)
+{
+    return store_->corrupt(key) ? KVBLOB_OK : KVBLOB_E_INVALID;
+}
+
+kvblob_status MemoryDriver::stage_unprovable(const std::string &key)
+{
+    std::lock_guard lock(hooks_mu_);
+    unprovable_keys_.insert(key);
+    return KVBLOB_OK;
+}
+
+kvblob_status MemoryDriver::release_staged()
+{
+    std::vector<MemoryOp *> held;
+    {
+        std::lock_guard lock(hooks_mu_);
+        failing_reads_.clear();
+        held_keys_.clear();
+        held.swap(held_ops_);
+    }
+    pool_full_.store(false);
+    store_->drop_foreign_writers();
+    for (MemoryOp *op : held) dispatch(*op);
+    return KVBLOB_OK;
+}
+
+}  // namespace kvblob::memory

@@ -1,0 +1,102 @@
+// The reference in-memory driver: every rule of contract.md, executable.
+//
+// Modes (option mode=):
+//   blocking    the operation is final, and its access ended, when put/get
+//               returns;
+//   background  the handle comes back at once; worker threads complete it;
+//   controlled  nothing moves until advance() (kvblob.scenarios/1) releases
+//               each stage: START, TRANSFER_END, then COMMIT and ACCESS_END
+//               in either order. This is how tests show that results and
+//               access are independent (R-ACC-1).
+// Access ends as soon as an operation's bytes have moved (R-ACC-2: the bound
+// is the time of one copy of the operation's rows).
+#pragma once
+
+#include <kvblob/support/driver_base.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store.hpp"
+
+namespace kvblob::memory {
+
+using support::Op;
+using support::OpKind;
+
+enum class Mode { blocking, background, controlled };
+
+// An operation with what the driver decided per row before it commits.
+struct MemoryOp : Op {
+    struct Outcome {
+        kvblob_row_result result = KVBLOB_ROW_PENDING;
+        int32_t code = 0;
+        std::string message;
+        Object staged;  // put: the object built, committed at COMMIT
+    };
+    std::vector<Outcome> outcomes;
+    // Controlled mode: stages claimed so far, under mu.
+    std::mutex mu;
+    bool started = false, transferred = false, committed = false, access_ended = false;
+};
+
+class MemoryDriver : public support::DriverBase {
+public:
+    static std::unique_ptr<MemoryDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
+    ~MemoryDriver() override;
+
+    // kvblob.scenarios/1
+    kvblob_status stage_foreign_writer(const std::string &key);
+    kvblob_status stage_full_pool();
+    kvblob_status stage_failing_read(const std::string &key);
+    kvblob_status stage_held_get(const std::string &key);
+    kvblob_status stage_corrupt(const std::string &key);
+    kvblob_status stage_unprovable(const std::string &key);
+    kvblob_status release_staged();
+    kvblob_status advance(kvblob_op_t *op, kvblob_stage stage);
+
+protected:
+    std::unique_ptr<Op> make_op() override { return std::make_unique<MemoryOp>(); }
+    void start(Op &op) override;
+    void on_cancel(Op &op) override;
+    void stop() override;
+    const void *extension(const char *id) override;
+
+private:
+    MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, std::shared_ptr<Store> store,
+                 Mode mode, unsigned workers);
+
+    void run(MemoryOp &op);  // every stage, in order
+    void transfer(MemoryOp &op);
+    void transfer_put(MemoryOp &op, size_t i);
+    void transfer_get(MemoryOp &op, size_t i);
+    void transfer_probe(MemoryOp &op, size_t i);
+    void transfer_remove(MemoryOp &op, size_t i);
+    void commit(MemoryOp &op);  // publishes objects and results (not finish)
+    void dispatch(MemoryOp &op);
+    void worker_loop();
+
+    std::shared_ptr<Store> store_;
+    const Mode mode_;
+
+    // Staged scenarios, under hooks_mu_.
+    std::mutex hooks_mu_;
+    std::set<std::string> failing_reads_, held_keys_, unprovable_keys_;
+    std::vector<MemoryOp *> held_ops_;
+    std::atomic<bool> pool_full_{false};
+
+    // Background workers.
+    std::mutex queue_mu_;
+    std::condition_variable queue_cv_;
+    std::deque<MemoryOp *> queue_;
+    bool stopping_ = false;
+    std::vector<std::thread> workers_;
+};
+
+}  // namespace kvblob::memory

@@ -1,0 +1,95 @@
+#include "store.hpp"
+
+#include <functional>
+#include <map>
+
+namespace kvblob::memory {
+
+std::shared_ptr<Store> Store::named(const std::string &name, uint64_t capacity)
+{
+    static std::mutex mu;
+    static std::map<std::string, std::weak_ptr<Store>> stores;
+    std::lock_guard lock(mu);
+    if (auto existing = stores[name].lock()) return existing;
+    std::shared_ptr<Store> store(new Store(capacity));
+    stores[name] = store;
+    return store;
+}
+
+Store::Shard &Store::shard(const std::string &key) { return shards_[std::hash<std::string>{}(key) % shard_count]; }
+const Store::Shard &Store::shard(const std::string &key) const
+{
+    return shards_[std::hash<std::string>{}(key) % shard_count];
+}
+
+Store::Lookup Store::find(const std::string &key) const
+{
+    const Shard &s = shard(key);
+    std::lock_guard lock(s.mu);
+    auto it = s.map.find(key);
+    if (it == s.map.end()) return {};
+    if (!it->second.object) return {State::writing, nullptr};
+    return {State::complete, it->second.object};
+}
+
+Store::Reservation Store::reserve(const std::string &key, uint64_t bytes)
+{
+    Shard &s = shard(key);
+    std::lock_guard lock(s.mu);
+    auto it = s.map.find(key);
+    if (it != s.map.end()) return it->second.object ? Reservation::exists : Reservation::writing;
+    uint64_t used = used_.load();
+    do {
+        if (capacity_ && (bytes > capacity_ || used > capacity_ - bytes)) return Reservation::full;
+    } while (!used_.compare_exchange_weak(used, used + bytes));
+    s.map[key] = Entry{nullptr, false, bytes};
+    return Reservation::reserved;
+}
+
+void Store::commit(const std::string &key, Object object)
+{
+    Shard &s = shard(key);
+    std::lock_guard lock(s.mu);
+    s.map[key].object = std::move(object);
+}
+
+Store::Removal Store::remove(const std::string &key)
+{
+    Shard &s = shard(key);
+    std::lock_guard lock(s.mu);
+    auto it = s.map.find(key);
+    if (it == s.map.end()) return Removal::absent;
+    if (!it->second.object) return Removal::writing;
+    used_.fetch_sub(it->second.reserved);
+    s.map.erase(it);
+    return Removal::removed;
+}
+
+bool Store::hold_for_foreign_writer(const std::string &key)
+{
+    Shard &s = shard(key);
+    std::lock_guard lock(s.mu);
+    return s.map.emplace(key, Entry{nullptr, true, 0}).second;
+}
+
+void Store::drop_foreign_writers()
+{
+    for (auto &s : shards_) {
+        std::lock_guard lock(s.mu);
+        std::erase_if(s.map, [](const auto &kv) { return kv.second.foreign && !kv.second.object; });
+    }
+}
+
+bool Store::corrupt(const std::string &key)
+{
+    Shard &s = shard(key);
+    std::lock_guard lock(s.mu);
+    auto it = s.map.find(key);
+    if (it == s.map.end() || !it->second.object || it->second.object->empty()) return false;
+    auto damaged = std::make_shared<std::vector<uint8_t>>(*it->second.object);
+    (*damaged)[0] ^= 0xFF;  // the first payload byte: only the checksum can tell
+    it->second.object = std::move(damaged);
+    return true;
+}
+
+}  // namespace kvblob::memory

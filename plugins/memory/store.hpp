@@ -1,0 +1,75 @@
+// The in-process object store behind the memory driver. Drivers opened with
+// the same store name share one Store; it lives while any of them is open.
+//
+// Sharded by key hash so that no lock is global on the data path, and no
+// lock is ever held across a copy: objects are immutable buffers handed out
+// by shared_ptr, built outside the lock and swapped in.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kvblob::memory {
+
+using Object = std::shared_ptr<const std::vector<uint8_t>>;
+
+class Store {
+public:
+    // The store of that name, created with capacity (0: no limit) by its
+    // first opener; later openers share it as it is.
+    static std::shared_ptr<Store> named(const std::string &name, uint64_t capacity);
+
+    enum class State { absent, writing, complete };
+    struct Lookup {
+        State state = State::absent;
+        Object object;
+    };
+    Lookup find(const std::string &key) const;
+
+    enum class Reservation { reserved, exists, writing, full };
+    // Claims key for a writer that will store bytes (payload and trailer);
+    // accounts them against the capacity.
+    Reservation reserve(const std::string &key, uint64_t bytes);
+    // Publishes a reserved key's object: from here readers see it whole.
+    void commit(const std::string &key, Object object);
+
+    enum class Removal { removed, absent, writing };
+    Removal remove(const std::string &key);
+
+    // Scenario hooks: another client holds key uncommitted; an object is
+    // corrupted at rest.
+    bool hold_for_foreign_writer(const std::string &key);
+    void drop_foreign_writers();
+    bool corrupt(const std::string &key);
+
+    uint64_t capacity() const { return capacity_; }
+    uint64_t used() const { return used_.load(); }
+
+private:
+    explicit Store(uint64_t capacity) : capacity_(capacity) {}
+
+    struct Entry {
+        Object object;        // null while a writer holds the key
+        bool foreign = false; // held by a staged foreign writer
+        uint64_t reserved = 0;
+    };
+    struct Shard {
+        mutable std::mutex mu;
+        std::unordered_map<std::string, Entry> map;
+    };
+    Shard &shard(const std::string &key);
+    const Shard &shard(const std::string &key) const;
+
+    static constexpr size_t shard_count = 64;
+    std::array<Shard, shard_count> shards_;
+    const uint64_t capacity_;
+    std::atomic<uint64_t> used_{0};
+};
+
+}  // namespace kvblob::memory

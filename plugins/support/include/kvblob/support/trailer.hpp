@@ -1,0 +1,35 @@
+// The object trailer of the bundled drivers (contract.md, "Keys and
+// objects"): payload, then magic "TLBK", format version, a 16-byte digest of
+// the key, payload length, CRC32C of the payload. Little-endian.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kvblob::support {
+
+inline constexpr size_t trailer_size = 40;
+inline constexpr uint32_t trailer_format_version = 1;
+
+using KeyDigest = std::array<uint8_t, 16>;
+
+// An identity check of the key, not a security measure: two FNV-1a 64-bit
+// hashes with different offset bases.
+KeyDigest key_digest(std::string_view key);
+
+// Writes the trailer for payload of length len with checksum crc into out.
+void write_trailer(uint8_t *out, std::string_view key, uint64_t len, uint32_t crc);
+
+// Why a stored object is not the one asked for; each has its own message.
+enum class TrailerFault { none, too_short, bad_magic, bad_version, bad_key, bad_length, bad_checksum };
+const char *to_string(TrailerFault f);
+
+// Checks everything but the checksum (which needs the payload pass):
+// object holds stored bytes (payload + trailer). Writes the payload length
+// and the recorded checksum on success.
+TrailerFault check_trailer(const uint8_t *object, uint64_t object_size, std::string_view key,
+                           uint64_t &payload_len, uint32_t &crc);
+
+}  // namespace kvblob::support

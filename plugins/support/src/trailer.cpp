@@ -1,0 +1,92 @@
+#include "kvblob/support/trailer.hpp"
+
+#include <cstring>
+
+namespace kvblob::support {
+
+namespace {
+
+uint64_t fnv1a(std::string_view s, uint64_t basis)
+{
+    uint64_t h = basis;
+    for (unsigned char c : s) {
+        h ^= c;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint32_t get32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+
+constexpr char magic[4] = {'T', 'L', 'B', 'K'};
+
+}  // namespace
+
+KeyDigest key_digest(std::string_view key)
+{
+    KeyDigest d{};
+    put64(d.data(), fnv1a(key, 0xcbf29ce484222325ull));
+    put64(d.data() + 8, fnv1a(key, 0x84222325cbf29ce4ull));
+    return d;
+}
+
+void write_trailer(uint8_t *out, std::string_view key, uint64_t len, uint32_t crc)
+{
+    std::memcpy(out, magic, 4);
+    put32(out + 4, trailer_format_version);
+    auto d = key_digest(key);
+    std::memcpy(out + 8, d.data(), 16);
+    put64(out + 24, len);
+    put32(out + 32, crc);
+    put32(out + 36, 0);
+}
+
+const char *to_string(TrailerFault f)
+{
+    switch (f) {
+    case TrailerFault::none: return "ok";
+    case TrailerFault::too_short: return "stored object is shorter than its trailer";
+    case TrailerFault::bad_magic: return "stored object has a bad magic (not TLBK)";
+    case TrailerFault::bad_version: return "stored object has an unknown format version";
+    case TrailerFault::bad_key: return "stored object belongs to another key (key digest mismatch)";
+    case TrailerFault::bad_length: return "stored object's length does not match its trailer";
+    case TrailerFault::bad_checksum: return "stored object's payload fails its CRC32C";
+    }
+    return "unknown trailer fault";
+}
+
+TrailerFault check_trailer(const uint8_t *object, uint64_t object_size, std::string_view key,
+                           uint64_t &payload_len, uint32_t &crc)
+{
+    if (object_size < trailer_size) return TrailerFault::too_short;
+    const uint8_t *t = object + object_size - trailer_size;
+    if (std::memcmp(t, magic, 4) != 0) return TrailerFault::bad_magic;
+    if (get32(t + 4) != trailer_format_version) return TrailerFault::bad_version;
+    auto d = key_digest(key);
+    if (std::memcmp(t + 8, d.data(), 16) != 0) return TrailerFault::bad_key;
+    payload_len = get64(t + 24);
+    if (payload_len != object_size - trailer_size) return TrailerFault::bad_length;
+    crc = get32(t + 32);
+    return TrailerFault::none;
+}
+
+}  // namespace kvblob::support
