@@ -1,0 +1,70 @@
+// A memory driver opened through the host, with helpers to register buffers
+// and run operations to the end.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "kvblob/host/plugin.hpp"
+#include "support/batch.hpp"
+
+// A store name no other test uses, so tests never see each other's objects.
+inline std::string unique_store(const std::string &tag)
+{
+    static std::atomic<int> n{0};
+    return tag + "-" + std::to_string(n++);
+}
+
+struct Buffer {
+    std::vector<uint8_t> bytes;
+    kvblob::Region region;
+    kvblob_region_t *handle() const { return region.handle(); }
+};
+
+class MemoryHarness {
+public:
+    explicit MemoryHarness(kvblob::Options options = {})
+        : plugin_(kvblob::Plugin::load("memory")), driver_(plugin_.open(std::move(options)))
+    {
+    }
+    kvblob::Driver &driver() { return driver_; }
+    const kvblob_scenarios_t &hooks()
+    {
+        REQUIRE(driver_.scenarios() != nullptr);
+        return *driver_.scenarios();
+    }
+
+    Buffer buffer(size_t size, uint8_t fill = 0)
+    {
+        Buffer b{std::vector<uint8_t>(size, fill), {}};
+        kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, b.bytes.data(), size, 0, 0};
+        b.region = driver_.register_region(desc);
+        return b;
+    }
+    kvblob::Operation submit(kvblob::OpKind kind, Batch &batch) { return driver_.submit(kind, batch.get()); }
+    // Submits and waits for final results and ended access.
+    std::vector<kvblob::RowStatus> run(kvblob::OpKind kind, Batch &batch)
+    {
+        auto op = submit(kind, batch);
+        REQUIRE(op.wait(std::chrono::seconds(30)));
+        return op.results();
+    }
+    kvblob_row_result one(kvblob::OpKind kind, const std::string &key, std::vector<kvblob_span_t> spans = {})
+    {
+        Batch b;
+        b.row(key, std::move(spans));
+        return run(kind, b).at(0).result;
+    }
+    kvblob_status hook(kvblob_status (*fn)(kvblob_driver_t *, const uint8_t *, uint64_t), const std::string &key)
+    {
+        return fn(driver_.handle(), reinterpret_cast<const uint8_t *>(key.data()), key.size());
+    }
+
+private:
+    kvblob::Plugin plugin_;
+    kvblob::Driver driver_;
+};
