@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kvblob/host/plugin.hpp"
-#include "support/batch.hpp"
+#include "kvblob/host/batch.hpp"
 
 // A store name no other test uses, so tests never see each other's objects.
 inline std::string unique_store(const std::string &tag)

@@ -1,5 +1,6 @@
 // Builds kvblob_batch_t values whose rows, keys and spans stay alive as long
-// as the Batch object, for tests that talk to drivers.
+// as the Batch object: for code that speaks to a driver's table directly (the
+// conformance battery, tests, tools).
 #pragma once
 
 #include <kvblob/kvblob.h>

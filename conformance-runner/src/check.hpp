@@ -1,0 +1,54 @@
+// A conformance check: an id, the contract rules it covers, its level, what
+// it needs from the driver, and the body that observes the driver through
+// the ABI alone.
+#pragma once
+
+#include <kvblob/kvblob.h>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kvblob::conformance {
+
+class Context;
+
+enum class Level { must, should };
+
+struct Check {
+    std::string id;
+    std::vector<std::string> rules;
+    Level level = Level::must;
+    uint64_t needs_caps = 0;             // KVBLOB_CAP_* bits
+    std::vector<std::string> needs_hooks;  // kvblob.scenarios/1 slot names
+    std::string description;
+    std::function<void(Context &)> body;
+};
+
+// Thrown by a check body: the driver broke rule.
+class CheckFailure : public std::runtime_error {
+public:
+    CheckFailure(std::string rule, const std::string &message)
+        : std::runtime_error("[" + rule + "] " + message), rule(std::move(rule))
+    {
+    }
+    std::string rule;
+};
+
+// Thrown by a check body: the driver lacks what the check needs.
+class NotSupported : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Fails the check with rule when condition is false.
+inline void expect(bool condition, const std::string &rule, const std::string &message)
+{
+    if (!condition) throw CheckFailure(rule, message);
+}
+
+// Every check of the battery, in run order.
+const std::vector<Check> &battery();
+
+}  // namespace kvblob::conformance

@@ -1,0 +1,189 @@
+// Checks of admission: every refusal, its lack of side effects, and the
+// converse (R-ADM-*).
+#include <cstring>
+
+#include "checks_common.hpp"
+
+namespace kvblob::conformance {
+
+namespace {
+
+// Submits batch as a put and requires a refusal; then requires that none of
+// keys is stored (R-ADM-9).
+void expect_refused(Context &c, Driver &d, Batch &batch, const std::vector<std::string> &keys,
+                    const std::string &rule, const std::string &what)
+{
+    kvblob_status st = KVBLOB_OK;
+    kvblob_op_t *op = c.submit(d, OpKind::put, batch, &st);
+    expect(op == nullptr && (st == KVBLOB_E_REJECTED || st == KVBLOB_E_CLOSED), rule,
+           what + " was admitted (" + kvblob_status_name(st) + ")");
+    GuardedBuffer probe(64);
+    auto r = c.reg(d, probe);
+    for (const auto &k : keys) {
+        auto res = c.run_one(d, OpKind::get, k, {make_span(r, 0, 64)});
+        expect(res != KVBLOB_ROW_READY, "R-ADM-9", "a refused put stored key " + k);
+    }
+}
+
+Check refusal(std::string id, std::string rule, std::string description,
+              std::function<void(Context &, Driver &, GuardedBuffer &, kvblob_region_t *)> body)
+{
+    return {std::move(id), {rule, "R-ADM-9"}, Level::must, 0, {}, std::move(description),
+            [body](Context &c) {
+                auto d = c.open();
+                GuardedBuffer buf(8192);
+                auto r = c.reg(d, buf);
+                body(c, d, buf, r);
+            }};
+}
+
+}  // namespace
+
+void add_admission_checks(std::vector<Check> &out)
+{
+    out.push_back(refusal("admission.no-rows", "R-ADM-3", "an operation with no rows is refused",
+                          [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *) {
+                              Batch b;
+                              expect_refused(c, d, b, {}, "R-ADM-3", "an empty operation");
+                          }));
+    out.push_back(refusal("admission.too-many-rows", "R-ADM-3", "more rows than max_rows_per_op are refused",
+                          [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *r) {
+                              const uint64_t limit = d.caps().max_rows_per_op;
+                              if (limit > 100000) throw NotSupported("max_rows_per_op is too large to exceed here");
+                              Batch b;
+                              std::vector<std::string> keys;
+                              for (uint64_t i = 0; i <= limit; ++i) {
+                                  keys.push_back(c.key(std::to_string(i)));
+                                  b.row(keys.back(), {make_span(r, 0, 8)});
+                              }
+                              keys.resize(std::min<size_t>(keys.size(), 8));
+                              expect_refused(c, d, b, keys, "R-ADM-3", "max_rows_per_op + 1 rows");
+                          }));
+    out.push_back(refusal("admission.empty-key", "R-ADM-4", "a row with an empty key is refused",
+                          [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *r) {
+                              Batch b;
+                              b.row(c.key("ok"), {make_span(r, 0, 8)}).row("", {make_span(r, 8, 8)});
+                              expect_refused(c, d, b, {c.key("ok")}, "R-ADM-4", "an empty key");
+                          }));
+    out.push_back(refusal("admission.long-key", "R-ADM-4", "a key over max_key_bytes is refused",
+                          [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *r) {
+                              const uint64_t limit = d.caps().max_key_bytes;
+                              if (limit > (1u << 20)) throw NotSupported("max_key_bytes is too large to exceed here");
+                              Batch b;
+                              b.row(c.key("ok"), {make_span(r, 0, 8)}).row(std::string(limit + 1, 'k'), {make_span(r, 8, 8)});
+                              expect_refused(c, d, b, {c.key("ok")}, "R-ADM-4", "a key of max_key_bytes + 1");
+                          }));
+    out.push_back(refusal("admission.duplicate-key", "R-ADM-4", "a key twice in one operation is refused",
+                          [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *r) {
+                              Batch b;
+                              b.row(c.key("dup"), {make_span(r, 0, 8)}).row(c.key("dup"), {make_span(r, 8, 8)});
+                              expect_refused(c, d, b, {c.key("dup")}, "R-ADM-4", "a duplicate key");
+                          }));
+    out.push_back(refusal("admission.too-many-spans", "R-ADM-5", "a row with more spans than declared is refused",
+                          [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *r) {
+                              const uint64_t limit = d.caps().max_spans_per_row;
+                              if (limit > 4096) throw NotSupported("max_spans_per_row is too large to exceed here");
+                              std::vector<kvblob_span_t> spans;
+                              for (uint64_t i = 0; i <= limit; ++i) spans.push_back(make_span(r, i % 8192, 1));
+                              Batch b;
+                              b.row(c.key("spans"), spans);
+                              expect_refused(c, d, b, {c.key("spans")}, "R-ADM-5", "max_spans_per_row + 1 spans");
+                          }));
+    out.push_back(refusal("admission.object-too-large", "R-ADM-5", "a row over max_object_bytes is refused",
+                          [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *) {
+                              const uint64_t limit = d.caps().max_object_bytes;
+                              if (limit >= (64u << 20)) throw NotSupported("max_object_bytes is too large to exceed here");
+                              GuardedBuffer big(limit + 1);
+                              auto rb = c.reg(d, big);
+                              Batch b;
+                              b.row(c.key("big"), {make_span(rb, 0, limit + 1)});
+                              expect_refused(c, d, b, {c.key("big")}, "R-ADM-5", "a row of max_object_bytes + 1");
+                          }));
+    out.push_back(refusal("admission.span-outside", "R-ADM-6", "a span past its region's end is refused",
+                          [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *r) {
+                              Batch b;
+                              b.row(c.key("out"), {make_span(r, 8000, 193)});
+                              expect_refused(c, d, b, {c.key("out")}, "R-ADM-6", "a span past the region's end");
+                              Batch wrap;
+                              wrap.row(c.key("wrap"), {make_span(r, UINT64_MAX - 10, 20)});
+                              expect_refused(c, d, wrap, {c.key("wrap")}, "R-ADM-6", "a span whose end wraps");
+                          }));
+    out.push_back(refusal("admission.zero-length-span", "R-ADM-6", "a span of zero length is refused",
+                          [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *r) {
+                              Batch b;
+                              b.row(c.key("zero"), {make_span(r, 0, 0)});
+                              expect_refused(c, d, b, {c.key("zero")}, "R-ADM-6", "a zero-length span");
+                          }));
+    out.push_back(refusal("admission.unregistered-region", "R-ADM-6", "a span in an unregistered region is refused",
+                          [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *) {
+                              GuardedBuffer other(4096);
+                              auto gone = c.reg(d, other);
+                              expect(d.table().unregister_region(d.handle(), gone) == KVBLOB_OK, "R-REG-1",
+                                     "unregister of an idle region was refused");
+                              Batch b;
+                              b.row(c.key("gone"), {make_span(gone, 0, 64)});
+                              expect_refused(c, d, b, {c.key("gone")}, "R-ADM-6", "a span in an unregistered region");
+                          }));
+    out.push_back({"admission.hint-gated", {"R-ADM-7"}, Level::must, 0, {},
+                   "a driver without hints refuses an operation that carries one",
+                   [](Context &c) {
+                       auto d = c.open();
+                       if (d.has(KVBLOB_CAP_HINTS)) throw NotSupported("the driver declares hints");
+                       GuardedBuffer buf(64);
+                       auto r = c.reg(d, buf);
+                       Batch b;
+                       b.row(c.key("h"), {make_span(r, 0, 64)}).hint("placement=near");
+                       expect_refused(c, d, b, {c.key("h")}, "R-ADM-7", "a hint to a driver without hints");
+                   }});
+    out.push_back({"admission.device-refused", {"R-ADM-8"}, Level::must, 0, {},
+                   "a driver without device_memory refuses to register a DEVICE region",
+                   [](Context &c) {
+                       auto d = c.open();
+                       if (d.has(KVBLOB_CAP_DEVICE_MEMORY)) throw NotSupported("the driver declares device_memory");
+                       GuardedBuffer buf(4096);
+                       kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_DEVICE, buf.data(), buf.size(), 0, 0};
+                       kvblob_region_t *region = nullptr;
+                       char err[256];
+                       auto st = d.table().register_region(d.handle(), &desc, &region, err, sizeof err);
+                       expect(st != KVBLOB_OK && region == nullptr, "R-ADM-8",
+                              "a DEVICE region was registered by a driver without device_memory");
+                   }});
+    out.push_back({"admission.draining", {"R-ADM-2", "R-DRN-1"}, Level::must, 0, {},
+                   "after drain, put, get and probe are refused",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer buf(64);
+                       auto r = c.reg(d, buf);
+                       expect(d.table().drain(d.handle(), 5'000'000'000ull) == KVBLOB_OK, "R-DRN-1",
+                              "drain of an idle driver did not answer KVBLOB_OK");
+                       Batch b;
+                       b.row(c.key("late"), {make_span(r, 0, 64)});
+                       for (OpKind k : {OpKind::put, OpKind::get}) {
+                           kvblob_status st = KVBLOB_OK;
+                           expect(c.submit(d, k, b, &st) == nullptr, "R-ADM-2",
+                                  std::string(to_string(k)) + " admitted after drain");
+                       }
+                   }});
+    out.push_back({"admission.converse", {"R-ADM-10"}, Level::must, 0, {},
+                   "operations at every declared limit are admitted",
+                   [](Context &c) {
+                       auto d = c.open();
+                       const auto &caps = d.caps();
+                       const uint64_t key_len = std::min<uint64_t>(caps.max_key_bytes, 4096);
+                       const uint64_t rows = std::min<uint64_t>(caps.max_rows_per_op, 2048);
+                       const uint64_t spans = std::min<uint64_t>(caps.max_spans_per_row, 16);
+                       GuardedBuffer buf(rows * spans * 16);
+                       auto r = c.reg(d, buf);
+                       Batch b;
+                       for (uint64_t i = 0; i < rows; ++i) {
+                           std::string k = c.key(std::to_string(i));
+                           if (i == 0 && k.size() < key_len) k += std::string(key_len - k.size(), 'x');
+                           std::vector<kvblob_span_t> s;
+                           for (uint64_t j = 0; j < spans; ++j) s.push_back(make_span(r, (i * spans + j) * 16, 16));
+                           b.row(k, s);
+                       }
+                       c.run(d, OpKind::put, b);  // admit() inside fails the check on refusal
+                   }});
+}
+
+}  // namespace kvblob::conformance

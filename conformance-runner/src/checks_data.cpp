@@ -1,0 +1,195 @@
+// Checks of the data path: round trips, row results, object integrity.
+#include <cstring>
+
+#include "checks_common.hpp"
+
+namespace kvblob::conformance {
+
+namespace {
+
+// Puts rows x size bytes from guarded memory and gets them back into other
+// guarded memory; checks every byte and every canary (R-REG-3).
+void round_trip(Context &c, size_t rows, size_t size, size_t regions)
+{
+    auto d = c.open();
+    std::vector<std::unique_ptr<GuardedBuffer>> src, dst;
+    std::vector<kvblob_region_t *> src_r, dst_r;
+    const size_t per_region = (rows + regions - 1) / regions;
+    for (size_t g = 0; g < regions; ++g) {
+        src.push_back(std::make_unique<GuardedBuffer>(per_region * size));
+        dst.push_back(std::make_unique<GuardedBuffer>(per_region * size));
+        std::memset(dst.back()->data(), 0, dst.back()->size());
+        src_r.push_back(c.reg(d, *src.back()));
+        dst_r.push_back(c.reg(d, *dst.back()));
+    }
+    Batch put, get;
+    for (size_t i = 0; i < rows; ++i) {
+        const size_t g = i / per_region, off = (i % per_region) * size;
+        fill_pattern(src[g]->data() + off, size, i);
+        put.row(c.key(std::to_string(i)), {make_span(src_r[g], off, size)});
+        get.row(c.key(std::to_string(i)), {make_span(dst_r[g], off, size)});
+    }
+    auto pr = c.run(d, OpKind::put, put);
+    for (size_t i = 0; i < rows; ++i)
+        expect(pr[i].result == KVBLOB_ROW_READY, "R-ROW-1",
+               "put row " + std::to_string(i) + " is " + kvblob_row_result_name(pr[i].result) + ", not READY");
+    auto gr = c.run(d, OpKind::get, get);
+    for (size_t i = 0; i < rows; ++i) {
+        expect(gr[i].result == KVBLOB_ROW_READY, "R-ROW-1",
+               "get row " + std::to_string(i) + " is " + kvblob_row_result_name(gr[i].result) + ", not READY");
+        const size_t g = i / per_region, off = (i % per_region) * size;
+        expect(std::memcmp(src[g]->data() + off, dst[g]->data() + off, size) == 0, "R-ROW-6",
+               "get row " + std::to_string(i) + " is READY with bytes that differ from what was put");
+    }
+    for (size_t g = 0; g < regions; ++g)
+        expect(src[g]->canary_intact() && dst[g]->canary_intact(), "R-REG-3",
+               "a write landed outside the spans (canary damaged)");
+}
+
+}  // namespace
+
+void add_data_checks(std::vector<Check> &out)
+{
+    out.push_back({"data.round-trip.one-row", {"R-ROW-1"}, Level::must, 0, {},
+                   "one row of 4 KiB put and got back byte for byte",
+                   [](Context &c) { round_trip(c, 1, 4096, 1); }});
+    out.push_back({"data.round-trip.many-rows", {"R-ROW-1"}, Level::must, 0, {},
+                   "256 rows of 4 KiB in one operation",
+                   [](Context &c) { round_trip(c, 256, 4096, 1); }});
+    out.push_back({"data.round-trip.many-regions", {"R-ROW-1", "R-REG-1"}, Level::must, 0, {},
+                   "64 rows spread over 8 regions",
+                   [](Context &c) { round_trip(c, 64, 8192, 8); }});
+    out.push_back({"data.round-trip.large-rows", {"R-ROW-1"}, Level::must, 0, {},
+                   "4 rows of 16 MiB",
+                   [](Context &c) { round_trip(c, 4, 16u << 20, 2); }});
+    out.push_back({"data.round-trip.batch-10000", {"R-ROW-1", "R-ADM-10"}, Level::must, 0, {},
+                   "one batch of 10,000 rows of 512 bytes",
+                   [](Context &c) {
+                       auto d = c.open();
+                       if (d.caps().max_rows_per_op < 10000) throw NotSupported("max_rows_per_op is below 10,000");
+                       round_trip(c, 10000, 512, 1);
+                   }});
+    out.push_back({"data.round-trip.multi-span", {"R-ROW-1", "R-ADM-5"}, Level::must, KVBLOB_CAP_MULTI_SPAN, {},
+                   "a row of three spans in two regions stores their concatenation",
+                   [](Context &c) {
+                       auto d = c.open();
+                       if (d.caps().max_spans_per_row < 3) throw NotSupported("max_spans_per_row is below 3");
+                       GuardedBuffer a(3000), b(3000), out(9000);
+                       fill_pattern(a.data(), 3000, 1);
+                       fill_pattern(b.data(), 3000, 2);
+                       auto ra = c.reg(d, a), rb = c.reg(d, b), ro = c.reg(d, out);
+                       auto k = c.key("m");
+                       expect(c.run_one(d, OpKind::put, k,
+                                        {make_span(ra, 0, 3000), make_span(rb, 0, 3000), make_span(ra, 1000, 1000)}) ==
+                                  KVBLOB_ROW_READY,
+                              "R-ROW-1", "multi-span put not READY");
+                       expect(c.run_one(d, OpKind::get, k, {make_span(ro, 0, 7000)}) == KVBLOB_ROW_READY, "R-ROW-1",
+                              "single-span get of a multi-span object not READY");
+                       expect(std::memcmp(out.data(), a.data(), 3000) == 0 &&
+                                  std::memcmp(out.data() + 3000, b.data(), 3000) == 0 &&
+                                  std::memcmp(out.data() + 6000, a.data() + 1000, 1000) == 0,
+                              "R-ROW-1", "the object is not the concatenation of the spans, in order");
+                   }});
+    out.push_back({"data.miss.untouched", {"R-ROW-3"}, Level::must, 0, {},
+                   "a get of an absent key is MISS and leaves the destination byte for byte",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer dst(4096);
+                       std::memset(dst.data(), 0xA7, 4096);
+                       auto r = c.reg(d, dst);
+                       auto res = c.run_one(d, OpKind::get, c.key("absent"), {make_span(r, 0, 4096)});
+                       expect(res == KVBLOB_ROW_MISS || !d.has(KVBLOB_CAP_ABSENT_IS_MISS), "R-ROW-4",
+                              std::string("absent key is ") + kvblob_row_result_name(res) + " with absent_is_miss");
+                       if (res == KVBLOB_ROW_MISS)
+                           for (size_t i = 0; i < 4096; ++i)
+                               expect(dst.data()[i] == 0xA7, "R-ROW-3", "MISS wrote the destination at byte " +
+                                                                            std::to_string(i));
+                   }});
+    out.push_back({"data.absent-is-miss", {"R-ROW-4"}, Level::must, KVBLOB_CAP_ABSENT_IS_MISS, {},
+                   "with absent_is_miss, absent keys are MISS for get and probe",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer dst(64);
+                       auto r = c.reg(d, dst);
+                       expect(c.run_one(d, OpKind::get, c.key("none"), {make_span(r, 0, 64)}) == KVBLOB_ROW_MISS,
+                              "R-ROW-4", "get of an absent key is not MISS");
+                       if (d.has(KVBLOB_CAP_PROBE))
+                           expect(c.run_one(d, OpKind::probe, c.key("none")) == KVBLOB_ROW_MISS, "R-ROW-4",
+                                  "probe of an absent key is not MISS");
+                   }});
+    out.push_back({"data.put-existing.unchanged", {"R-ROW-7"}, Level::must, 0, {},
+                   "a second put of a key is READY and leaves the first object",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer a(2048), b(2048), out(2048);
+                       fill_pattern(a.data(), 2048, 10);
+                       fill_pattern(b.data(), 2048, 11);
+                       auto ra = c.reg(d, a), rb = c.reg(d, b), ro = c.reg(d, out);
+                       auto k = c.key("twice");
+                       expect(c.run_one(d, OpKind::put, k, {make_span(ra, 0, 2048)}) == KVBLOB_ROW_READY, "R-ROW-1",
+                              "first put not READY");
+                       expect(c.run_one(d, OpKind::put, k, {make_span(rb, 0, 2048)}) == KVBLOB_ROW_READY, "R-ROW-7",
+                              "a put of an existing key is not READY");
+                       expect(c.run_one(d, OpKind::get, k, {make_span(ro, 0, 2048)}) == KVBLOB_ROW_READY, "R-ROW-1",
+                              "get not READY");
+                       expect(std::memcmp(out.data(), a.data(), 2048) == 0, "R-ROW-7",
+                              "the second put rewrote the stored object");
+                   }});
+    out.push_back({"data.wrong-size.fault", {"R-ROW-5"}, Level::must, 0, {},
+                   "a get whose spans are shorter or longer than the object is FAULT; a longer object writes nothing",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer src(4096), dst(8192);
+                       fill_pattern(src.data(), 4096, 3);
+                       std::memset(dst.data(), 0x3C, 8192);
+                       auto rs = c.reg(d, src), rd = c.reg(d, dst);
+                       auto k = c.key("sized");
+                       expect(c.run_one(d, OpKind::put, k, {make_span(rs, 0, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
+                              "put not READY");
+                       expect(c.run_one(d, OpKind::get, k, {make_span(rd, 0, 1024)}) == KVBLOB_ROW_FAULT, "R-ROW-5",
+                              "a get into a row shorter than the object is not FAULT");
+                       for (size_t i = 0; i < 8192; ++i)
+                           expect(dst.data()[i] == 0x3C, "R-ROW-5",
+                                  "an object longer than the row was written into it (byte " + std::to_string(i) + ")");
+                       expect(c.run_one(d, OpKind::get, k, {make_span(rd, 0, 8192)}) == KVBLOB_ROW_FAULT, "R-ROW-5",
+                              "a get into a row longer than the object is not FAULT");
+                   }});
+    out.push_back({"data.corrupt.never-ready", {"R-ROW-6"}, Level::must, 0, {"stage_corrupt"},
+                   "an object corrupted at rest is FAULT, never READY with wrong bytes",
+                   [](Context &c) {
+                       auto d = c.open();
+                       const auto &h = c.hooks(d, "stage_corrupt");
+                       if (!h.stage_corrupt) throw NotSupported("hook stage_corrupt is not offered");
+                       GuardedBuffer src(4096), dst(4096);
+                       fill_pattern(src.data(), 4096, 4);
+                       auto rs = c.reg(d, src), rd = c.reg(d, dst);
+                       auto k = c.key("rot");
+                       expect(c.run_one(d, OpKind::put, k, {make_span(rs, 0, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
+                              "put not READY");
+                       expect(h.stage_corrupt(d.handle(), reinterpret_cast<const uint8_t *>(k.data()), k.size()) ==
+                                  KVBLOB_OK,
+                              "R-ROW-6", "stage_corrupt failed on a stored key");
+                       auto res = c.run_one(d, OpKind::get, k, {make_span(rd, 0, 4096)});
+                       expect(res == KVBLOB_ROW_FAULT, "R-ROW-6",
+                              std::string("a corrupted object is ") + kvblob_row_result_name(res) + ", not FAULT");
+                   }});
+    out.push_back({"data.results.stable", {"R-ROW-1"}, Level::must, 0, {},
+                   "a final operation has one valid result per row, and they never change",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer src(64 * 100);
+                       auto r = c.reg(d, src);
+                       Batch b;
+                       for (int i = 0; i < 100; ++i) b.row(c.key(std::to_string(i)), {make_span(r, i * 64, 64)});
+                       auto op = c.admit(d, OpKind::put, b);
+                       expect(c.settle(d, op), "R-ACC-2", "put did not settle");
+                       auto first = c.results(d, op, 100);
+                       std::this_thread::sleep_for(20ms);
+                       auto second = c.results(d, op, 100);
+                       for (int i = 0; i < 100; ++i)
+                           expect(first[i].result == second[i].result, "R-ROW-1",
+                                  "row " + std::to_string(i) + " changed after the operation was final");
+                   }});
+}
+
+}  // namespace kvblob::conformance

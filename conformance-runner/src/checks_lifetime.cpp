@@ -1,0 +1,301 @@
+// Checks of lifetime and concurrency: regions, access, cancel, drain, close,
+// threads, staged store scenarios.
+#include <atomic>
+#include <cstring>
+
+#include "checks_common.hpp"
+
+namespace kvblob::conformance {
+
+namespace {
+
+using HookFn = kvblob_status (*)(kvblob_driver_t *, const uint8_t *, uint64_t);
+
+HookFn need(HookFn fn, const char *name)
+{
+    if (!fn) throw NotSupported(std::string("hook ") + name + " is not offered");
+    return fn;
+}
+
+kvblob_status stage(HookFn fn, Driver &d, const std::string &key)
+{
+    return fn(d.handle(), reinterpret_cast<const uint8_t *>(key.data()), key.size());
+}
+
+}  // namespace
+
+void add_lifetime_checks(std::vector<Check> &out)
+{
+    out.push_back({"lifetime.access-ended.untouched", {"R-REG-3", "R-ACC-2"}, Level::must, 0, {},
+                   "after access ended, the driver never touches the spans (pages revoked for a grace period)",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer src(64 * 1024), dst(64 * 1024);
+                       fill_pattern(src.data(), src.size(), 5);
+                       auto rs = c.reg(d, src), rd = c.reg(d, dst);
+                       Batch put, get;
+                       for (int i = 0; i < 16; ++i) {
+                           put.row(c.key(std::to_string(i)), {make_span(rs, i * 4096, 4096)});
+                           get.row(c.key(std::to_string(i)), {make_span(rd, i * 4096, 4096)});
+                       }
+                       c.run(d, OpKind::put, put);
+                       src.revoke_for(50);  // a late read faults: the child dies and is reported
+                       c.run(d, OpKind::get, get);
+                       dst.revoke_for(50);
+                       expect(std::memcmp(src.data(), dst.data(), src.size()) == 0, "R-ROW-6", "bytes differ");
+                   }});
+    out.push_back({"lifetime.unregister-busy", {"R-REG-1", "R-OPS-1"}, Level::must, 0, {"stage_held_get"},
+                   "unregister and release are refused while an operation's access is open",
+                   [](Context &c) {
+                       auto d = c.open();
+                       auto held = need(c.hooks(d, "stage_held_get").stage_held_get, "stage_held_get");
+                       GuardedBuffer buf(4096);
+                       auto r = c.reg(d, buf);
+                       auto k = c.key("held");
+                       expect(c.run_one(d, OpKind::put, k, {make_span(r, 0, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
+                              "put not READY");
+                       expect(stage(held, d, k) == KVBLOB_OK, "R-REG-1", "stage_held_get failed");
+                       Batch b;
+                       b.row(k, {make_span(r, 0, 4096)});
+                       auto op = c.admit(d, OpKind::get, b);
+                       std::this_thread::sleep_for(20ms);
+                       if (d.table().access(d.handle(), op) == KVBLOB_ACCESS_OPEN) {
+                           expect(d.table().unregister_region(d.handle(), r) != KVBLOB_OK, "R-REG-1",
+                                  "unregister succeeded while a get naming the region had access open");
+                           expect(d.table().release(d.handle(), op) != KVBLOB_OK, "R-OPS-1",
+                                  "release succeeded before the operation ended");
+                       }
+                       c.hooks(d, "release_staged").release_staged(d.handle());
+                       expect(c.settle(d, op), "R-ACC-2", "the released get did not settle");
+                       expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused after settle");
+                       expect(d.table().unregister_region(d.handle(), r) == KVBLOB_OK, "R-REG-1",
+                              "unregister refused once no operation names the region");
+                   }});
+    out.push_back({"lifetime.unprovable-pins", {"R-REG-2", "R-DRN-2", "R-OPS-1"}, Level::must, 0,
+                   {"stage_unprovable"},
+                   "unprovable access pins the region, is never released, and fails drain at once",
+                   [](Context &c) {
+                       auto d = c.open();
+                       auto unprov = need(c.hooks(d, "stage_unprovable").stage_unprovable, "stage_unprovable");
+                       auto *buf = new GuardedBuffer(4096);  // kept alive for good: access never proven
+                       buf->leak();
+                       auto r = c.reg(d, *buf);
+                       auto k = c.key("u");
+                       expect(stage(unprov, d, k) == KVBLOB_OK, "R-REG-2", "stage_unprovable failed");
+                       Batch b;
+                       b.row(k, {make_span(r, 0, 4096)});
+                       auto op = c.admit(d, OpKind::put, b);
+                       const auto deadline = std::chrono::steady_clock::now() + c.op_timeout;
+                       while (d.table().access(d.handle(), op) == KVBLOB_ACCESS_OPEN &&
+                              std::chrono::steady_clock::now() < deadline)
+                           std::this_thread::sleep_for(1ms);
+                       expect(d.table().access(d.handle(), op) == KVBLOB_ACCESS_UNPROVABLE, "R-REG-2",
+                              "the staged operation did not report unprovable access");
+                       expect(d.table().unregister_region(d.handle(), r) != KVBLOB_OK, "R-REG-2",
+                              "a region named by an unprovable operation was unregistered");
+                       expect(d.table().release(d.handle(), op) != KVBLOB_OK, "R-OPS-1",
+                              "an operation with unprovable access was released");
+                       auto t0 = std::chrono::steady_clock::now();
+                       expect(d.table().drain(d.handle(), 10'000'000'000ull) != KVBLOB_OK, "R-DRN-2",
+                              "drain succeeded with an unprovable operation");
+                       expect(std::chrono::steady_clock::now() - t0 < 2s, "R-DRN-2",
+                              "drain did not fail at once with an unprovable operation");
+                   }});
+    out.push_back({"lifetime.cancel", {"R-CAN-1"}, Level::must, 0, {},
+                   "after cancel, CANCELLED rows stored nothing; the rest have their real result",
+                   [](Context &c) {
+                       auto d = c.open();
+                       const uint64_t rows = std::min<uint64_t>(d.caps().max_rows_per_op, 2000);
+                       GuardedBuffer buf(rows * 256);
+                       auto r = c.reg(d, buf);
+                       Batch b;
+                       for (uint64_t i = 0; i < rows; ++i) b.row(c.key(std::to_string(i)), {make_span(r, i * 256, 256)});
+                       auto op = c.admit(d, OpKind::put, b);
+                       expect(d.table().cancel(d.handle(), op) == KVBLOB_OK, "R-CAN-1", "cancel answered an error");
+                       expect(c.settle(d, op), "R-ACC-2", "a cancelled operation did not settle");
+                       auto res = c.results(d, op, rows);
+                       GuardedBuffer probe(256);
+                       auto rp = c.reg(d, probe);
+                       for (uint64_t i = 0; i < rows; ++i) {
+                           if (res[i].result == KVBLOB_ROW_CANCELLED)
+                               expect(c.run_one(d, OpKind::get, c.key(std::to_string(i)), {make_span(rp, 0, 256)}) !=
+                                          KVBLOB_ROW_READY,
+                                      "R-CAN-1", "row " + std::to_string(i) + " is CANCELLED but was stored");
+                           else
+                               expect(res[i].result == KVBLOB_ROW_READY, "R-CAN-1",
+                                      "row " + std::to_string(i) + " is " + kvblob_row_result_name(res[i].result));
+                       }
+                   }});
+    out.push_back({"lifetime.drain-concurrent", {"R-DRN-1", "R-DRN-3"}, Level::must, 0, {},
+                   "drain while other threads submit: waits for them, then refuses new work",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer buf(4 * 4096);
+                       auto r = c.reg(d, buf);
+                       std::atomic<bool> stop{false};
+                       std::vector<std::thread> threads;
+                       for (int t = 0; t < 4; ++t)
+                           threads.emplace_back([&, t] {
+                               for (int i = 0; !stop; ++i) {
+                                   Batch b;
+                                   b.row(c.key(std::to_string(t) + "/" + std::to_string(i)),
+                                         {make_span(r, t * 4096, 4096)});
+                                   kvblob_status st;
+                                   if (!c.submit(d, OpKind::put, b, &st)) break;
+                               }
+                           });
+                       std::this_thread::sleep_for(20ms);
+                       auto st = d.table().drain(d.handle(), 10'000'000'000ull);
+                       stop = true;
+                       for (auto &t : threads) t.join();
+                       expect(st == KVBLOB_OK, "R-DRN-1", std::string("drain answered ") + kvblob_status_name(st));
+                   }});
+    out.push_back({"lifetime.close-order", {"R-CLS-1"}, Level::must, 0, {},
+                   "close is refused before drain and while a region is registered",
+                   [](Context &c) {
+                       // Leaked on purpose: once closed, the handle is dead and no
+                       // destructor may touch it again.
+                       auto &d = *new Driver(c.open());
+                       GuardedBuffer buf(64);
+                       auto r = c.reg(d, buf);
+                       expect(d.table().close(d.handle()) != KVBLOB_OK, "R-CLS-1", "close succeeded before drain");
+                       expect(d.table().drain(d.handle(), 5'000'000'000ull) == KVBLOB_OK, "R-DRN-1", "drain failed");
+                       expect(d.table().close(d.handle()) != KVBLOB_OK, "R-CLS-1",
+                              "close succeeded with a region registered");
+                       expect(d.table().unregister_region(d.handle(), r) == KVBLOB_OK, "R-REG-1", "unregister failed");
+                       expect(d.table().close(d.handle()) == KVBLOB_OK, "R-CLS-1",
+                              "close refused after drain with no region registered");
+                   }});
+    out.push_back({"concurrency.threads", {"R-CON-1", "R-CON-2"}, Level::must, 0, {},
+                   "8 threads put and get equal and distinct keys; no READY get holds wrong bytes",
+                   [](Context &c) {
+                       auto d = c.open();
+                       std::atomic<int> bad{0};
+                       std::vector<std::thread> threads;
+                       for (int t = 0; t < 8; ++t)
+                           threads.emplace_back([&, t] {
+                               GuardedBuffer src(2048), dst(2048);
+                               auto rs = c.reg(d, src), rd = c.reg(d, dst);
+                               for (int i = 0; i < 200; ++i) {
+                                   const int key = (i % 2) ? i % 8 : 100 * (t + 1) + i;
+                                   fill_pattern(src.data(), 2048, key);
+                                   c.run_one(d, OpKind::put, c.key(std::to_string(key)), {make_span(rs, 0, 2048)});
+                                   if (c.run_one(d, OpKind::get, c.key(std::to_string(key)), {make_span(rd, 0, 2048)}) ==
+                                           KVBLOB_ROW_READY &&
+                                       std::memcmp(src.data(), dst.data(), 2048) != 0)
+                                       ++bad;
+                               }
+                           });
+                       for (auto &t : threads) t.join();
+                       expect(bad == 0, "R-CON-2", std::to_string(bad.load()) + " READY gets held wrong bytes");
+                   }});
+    out.push_back({"concurrency.two-drivers", {"R-CON-2"}, Level::must, 0, {},
+                   "two drivers on one store: what one puts the other gets, whole",
+                   [](Context &c) {
+                       auto a = c.open();
+                       auto b = c.open();
+                       GuardedBuffer src(16384), dst(16384);
+                       fill_pattern(src.data(), src.size(), 77);
+                       auto rs = c.reg(a, src);
+                       auto rd = c.reg(b, dst);
+                       auto k = c.key("shared");
+                       expect(c.run_one(a, OpKind::put, k, {make_span(rs, 0, 16384)}) == KVBLOB_ROW_READY, "R-ROW-1",
+                              "put not READY");
+                       auto res = c.run_one(b, OpKind::get, k, {make_span(rd, 0, 16384)});
+                       expect(res == KVBLOB_ROW_READY, "R-CON-2",
+                              std::string("the second driver's get is ") + kvblob_row_result_name(res));
+                       expect(std::memcmp(src.data(), dst.data(), src.size()) == 0, "R-CON-2", "bytes differ");
+                   }});
+    out.push_back({"concurrency.held-get", {"R-CON-3"}, Level::must, 0, {"stage_held_get"},
+                   "a get held inside the store delays neither another operation nor a drain with a timeout",
+                   [](Context &c) {
+                       auto d = c.open();
+                       const auto &h = c.hooks(d, "stage_held_get");
+                       auto held = need(h.stage_held_get, "stage_held_get");
+                       GuardedBuffer buf(8192);
+                       auto r = c.reg(d, buf);
+                       auto k = c.key("held"), free = c.key("free");
+                       c.run_one(d, OpKind::put, k, {make_span(r, 0, 4096)});
+                       c.run_one(d, OpKind::put, free, {make_span(r, 4096, 4096)});
+                       stage(held, d, k);
+                       Batch b;
+                       b.row(k, {make_span(r, 0, 4096)});
+                       auto op = c.admit(d, OpKind::get, b);
+                       auto t0 = std::chrono::steady_clock::now();
+                       expect(c.run_one(d, OpKind::get, free, {make_span(r, 4096, 4096)}) == KVBLOB_ROW_READY,
+                              "R-CON-3", "another get did not complete while one was held");
+                       d.table().drain(d.handle(), 100'000'000ull);
+                       expect(std::chrono::steady_clock::now() - t0 < 3s, "R-CON-3",
+                              "a held get delayed another operation or a drain with a 100 ms timeout");
+                       h.release_staged(d.handle());
+                       expect(c.settle(d, op), "R-ACC-2", "the held get did not settle once released");
+                   }});
+    out.push_back({"scenario.foreign-writer", {"R-ROW-2"}, Level::must, 0, {"stage_foreign_writer"},
+                   "a key another client is writing is NOT_READY, a result and not a fault",
+                   [](Context &c) {
+                       auto d = c.open();
+                       auto fw = need(c.hooks(d, "stage_foreign_writer").stage_foreign_writer, "stage_foreign_writer");
+                       GuardedBuffer buf(1024);
+                       auto r = c.reg(d, buf);
+                       auto k = c.key("fw");
+                       expect(stage(fw, d, k) == KVBLOB_OK, "R-ROW-2", "stage_foreign_writer failed");
+                       auto res = c.run_one(d, OpKind::get, k, {make_span(r, 0, 1024)});
+                       expect(res == KVBLOB_ROW_NOT_READY, "R-ROW-2",
+                              std::string("get of a key being written is ") + kvblob_row_result_name(res));
+                       res = c.run_one(d, OpKind::put, k, {make_span(r, 0, 1024)});
+                       expect(res == KVBLOB_ROW_NOT_READY, "R-ROW-2",
+                              std::string("put of a key being written is ") + kvblob_row_result_name(res));
+                   }});
+    out.push_back({"scenario.full-pool", {"R-ROW-2"}, Level::must, 0, {"stage_full_pool"},
+                   "a put into a full pool is DECLINED",
+                   [](Context &c) {
+                       auto d = c.open();
+                       const auto &h = c.hooks(d, "stage_full_pool");
+                       if (!h.stage_full_pool) throw NotSupported("hook stage_full_pool is not offered");
+                       GuardedBuffer buf(1024);
+                       auto r = c.reg(d, buf);
+                       expect(h.stage_full_pool(d.handle()) == KVBLOB_OK, "R-ROW-2", "stage_full_pool failed");
+                       auto res = c.run_one(d, OpKind::put, c.key("full"), {make_span(r, 0, 1024)});
+                       expect(res == KVBLOB_ROW_DECLINED, "R-ROW-2",
+                              std::string("put into a full pool is ") + kvblob_row_result_name(res));
+                   }});
+    out.push_back({"scenario.failing-read", {"R-ROW-4"}, Level::must, 0, {"stage_failing_read"},
+                   "a read that fails inside the store is FAULT, never MISS",
+                   [](Context &c) {
+                       auto d = c.open();
+                       auto fr = need(c.hooks(d, "stage_failing_read").stage_failing_read, "stage_failing_read");
+                       GuardedBuffer buf(1024);
+                       auto r = c.reg(d, buf);
+                       auto k = c.key("fr");
+                       c.run_one(d, OpKind::put, k, {make_span(r, 0, 1024)});
+                       expect(stage(fr, d, k) == KVBLOB_OK, "R-ROW-4", "stage_failing_read failed");
+                       auto res = c.run_one(d, OpKind::get, k, {make_span(r, 0, 1024)});
+                       expect(res == KVBLOB_ROW_FAULT, "R-ROW-4",
+                              std::string("a failing read is ") + kvblob_row_result_name(res) + ", not FAULT");
+                   }});
+    out.push_back({"remove.then-miss", {"R-RMV-1"}, Level::must, KVBLOB_CAP_REMOVE | KVBLOB_CAP_PROBE, {},
+                   "a READY remove makes the key MISS; removing an absent key is MISS",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer buf(512);
+                       auto r = c.reg(d, buf);
+                       auto k = c.key("rm");
+                       c.run_one(d, OpKind::put, k, {make_span(r, 0, 512)});
+                       expect(c.run_one(d, OpKind::remove, k) == KVBLOB_ROW_READY, "R-RMV-1", "remove not READY");
+                       expect(c.run_one(d, OpKind::probe, k) == KVBLOB_ROW_MISS, "R-RMV-1",
+                              "probe after remove is not MISS");
+                       expect(c.run_one(d, OpKind::remove, k) == KVBLOB_ROW_MISS, "R-RMV-1",
+                              "removing an absent key is not MISS");
+                   }});
+    out.push_back({"open.unknown-option", {"R-OPN-1"}, Level::must, 0, {},
+                   "open refuses an option it does not know, naming it",
+                   [](Context &c) {
+                       const std::string name = "kvblob_conformance_unknown_option";
+                       std::string why;
+                       expect(!c.try_open_with({{name, "1"}}, why), "R-OPN-1", "open accepted an unknown option");
+                       expect(why.find(name) != std::string::npos, "R-OPN-1",
+                              "the refusal does not name the option: " + why);
+                   }});
+}
+
+}  // namespace kvblob::conformance

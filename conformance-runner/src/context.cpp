@@ -1,0 +1,147 @@
+#include "context.hpp"
+
+#include <thread>
+
+#include "kvblob/host/key_codec.hpp"
+
+namespace kvblob::conformance {
+
+Context::Context(const Plugin &plugin, Options options, std::string run_prefix, std::string check_id,
+                 std::chrono::milliseconds timeout)
+    : op_timeout(timeout),
+      plugin_(plugin),
+      options_(std::move(options)),
+      run_prefix_(std::move(run_prefix)),
+      check_id_(std::move(check_id))
+{
+}
+
+Driver Context::open() const { return plugin_.open(options_); }
+
+bool Context::try_open_with(const Options &extra, std::string &why) const
+{
+    Options all = options_;
+    all.insert(all.end(), extra.begin(), extra.end());
+    try {
+        auto d = plugin_.open(all);
+        return true;
+    } catch (const LoadError &e) {
+        why = e.what();
+        return false;
+    }
+}
+
+std::string Context::key(const std::string &name) const { return encode_key(run_prefix_, check_id_ + "/" + name); }
+
+kvblob_region_t *Context::reg(Driver &d, GuardedBuffer &buf) const
+{
+    kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, buf.data(), buf.size(), 0, 0};
+    kvblob_region_t *region = nullptr;
+    char err[512] = {0};
+    kvblob_status st = d.table().register_region(d.handle(), &desc, &region, err, sizeof err);
+    err[sizeof err - 1] = '\0';
+    expect(st == KVBLOB_OK && region, "R-ADM-10",
+           std::string("registering a live HOST region was refused: ") + kvblob_status_name(st) + " " + err);
+    return region;
+}
+
+kvblob_op_t *Context::submit(Driver &d, OpKind kind, Batch &batch, kvblob_status *status, std::string *why) const
+{
+    const auto &t = d.table();
+    decltype(t.put) slot = kind == OpKind::put ? t.put : kind == OpKind::get ? t.get
+                          : kind == OpKind::probe ? t.probe : t.remove;
+    if (!slot) throw NotSupported(std::string(to_string(kind)) + " is not offered by this driver");
+    char err[512] = {0};
+    kvblob_op_t *op = nullptr;
+    kvblob_status st = slot(d.handle(), &batch.get(), &op, err, sizeof err);
+    err[sizeof err - 1] = '\0';
+    if (status) *status = st;
+    if (why) *why = err;
+    if (st != KVBLOB_OK) {
+        expect(op == nullptr, "R-ADM-9", "a refused call handed back an operation handle");
+        return nullptr;
+    }
+    expect(op != nullptr, "R-ADM-1", "an admitted call handed back no operation handle");
+    return op;
+}
+
+kvblob_op_t *Context::admit(Driver &d, OpKind kind, Batch &batch) const
+{
+    kvblob_status st = KVBLOB_OK;
+    std::string why;
+    kvblob_op_t *op = submit(d, kind, batch, &st, &why);
+    expect(op != nullptr, "R-ADM-10",
+           std::string(to_string(kind)) + " within every declared limit was refused: " + kvblob_status_name(st) +
+               " " + why);
+    return op;
+}
+
+bool Context::settle(Driver &d, kvblob_op_t *op) const
+{
+    const auto deadline = std::chrono::steady_clock::now() + op_timeout;
+    auto pause = std::chrono::microseconds(1);
+    for (;;) {
+        uint32_t fin = 0;
+        d.table().poll(d.handle(), op, &fin);
+        if (fin && d.table().access(d.handle(), op) != KVBLOB_ACCESS_OPEN) return true;
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds(2000));
+    }
+}
+
+std::vector<kvblob_row_status_t> Context::results(Driver &d, kvblob_op_t *op, uint64_t rows) const
+{
+    std::vector<kvblob_row_status_t> out(rows);
+    for (auto &r : out) r = {sizeof r, -1, 0, 0};
+    kvblob_status st = d.table().results(d.handle(), op, 0, rows, out.data());
+    expect(st == KVBLOB_OK, "R-ROW-1", std::string("results answered ") + kvblob_status_name(st));
+    for (uint64_t i = 0; i < rows; ++i)
+        expect(out[i].result >= KVBLOB_ROW_READY && out[i].result <= KVBLOB_ROW_RESULT_LAST, "R-ROW-1",
+               "row " + std::to_string(i) + " of a final operation has result " + std::to_string(out[i].result));
+    return out;
+}
+
+std::vector<kvblob_row_status_t> Context::run(Driver &d, OpKind kind, Batch &batch) const
+{
+    kvblob_op_t *op = admit(d, kind, batch);
+    expect(settle(d, op), "R-ACC-2",
+           std::string(to_string(kind)) + " not final with access ended within " + std::to_string(op_timeout.count()) +
+               " ms");
+    auto r = results(d, op, batch.size());
+    for (uint64_t i = 0; i < r.size(); ++i) {
+        const auto res = r[i].result;
+        const bool valid = kind == OpKind::put ? res != KVBLOB_ROW_MISS
+                           : true;
+        expect(valid, "R-ROW-1", "row " + std::to_string(i) + ": MISS is never a put's result");
+    }
+    expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1",
+           "release refused for a final operation whose access ended");
+    return r;
+}
+
+kvblob_row_result Context::run_one(Driver &d, OpKind kind, const std::string &key,
+                                   std::vector<kvblob_span_t> spans) const
+{
+    Batch b;
+    b.row(key, std::move(spans));
+    return run(d, kind, b).at(0).result;
+}
+
+std::string Context::message(Driver &d, kvblob_op_t *op, uint64_t row) const
+{
+    char buf[512] = {0};
+    d.table().row_message(d.handle(), op, row, buf, sizeof buf);
+    buf[sizeof buf - 1] = '\0';
+    return buf;
+}
+
+const kvblob_scenarios_t &Context::hooks(Driver &d, const char *needed) const
+{
+    const kvblob_scenarios_t *s = d.scenarios();
+    if (!s) throw NotSupported("the driver offers no " KVBLOB_EXT_SCENARIOS " extension");
+    return *s;
+    (void)needed;
+}
+
+}  // namespace kvblob::conformance

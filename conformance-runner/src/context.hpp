@@ -1,0 +1,60 @@
+// What a check body works with: fresh drivers opened from the plugin under
+// test, keys unique to this run, and thin helpers over the driver's table.
+// Checks observe the driver through the ABI alone (the host only loaded and
+// validated it).
+#pragma once
+
+#include <kvblob/kvblob.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "guarded_buffer.hpp"
+#include "kvblob/host/batch.hpp"
+#include "kvblob/host/plugin.hpp"
+
+namespace kvblob::conformance {
+
+using namespace std::chrono_literals;
+
+class Context {
+public:
+    Context(const Plugin &plugin, Options options, std::string run_prefix, std::string check_id,
+            std::chrono::milliseconds op_timeout);
+
+    Driver open() const;
+    // Opens with extra options; false (and the loader's words) on refusal.
+    bool try_open_with(const Options &extra, std::string &why) const;
+    // A key unique to this run and check: prefix/v1/hex(check/name).
+    std::string key(const std::string &name) const;
+
+    // Registers buf as HOST memory; a refusal fails the check (R-ADM-10).
+    kvblob_region_t *reg(Driver &d, GuardedBuffer &buf) const;
+    // Submits; returns the handle, or nullptr with *status and *why set.
+    kvblob_op_t *submit(Driver &d, OpKind kind, Batch &batch, kvblob_status *status = nullptr,
+                        std::string *why = nullptr) const;
+    // Submits and requires admission (R-ADM-10).
+    kvblob_op_t *admit(Driver &d, OpKind kind, Batch &batch) const;
+    // Waits for final results and access no longer open (R-ACC-2 bound).
+    bool settle(Driver &d, kvblob_op_t *op) const;
+    std::vector<kvblob_row_status_t> results(Driver &d, kvblob_op_t *op, uint64_t rows) const;
+    // admit + settle + results + release; the results of a whole operation.
+    std::vector<kvblob_row_status_t> run(Driver &d, OpKind kind, Batch &batch) const;
+    kvblob_row_result run_one(Driver &d, OpKind kind, const std::string &key,
+                              std::vector<kvblob_span_t> spans = {}) const;
+    std::string message(Driver &d, kvblob_op_t *op, uint64_t row) const;
+    // The scenario hooks, or NotSupported naming the one missing.
+    const kvblob_scenarios_t &hooks(Driver &d, const char *needed) const;
+
+    std::chrono::milliseconds op_timeout;
+
+private:
+    const Plugin &plugin_;
+    Options options_;
+    std::string run_prefix_;
+    std::string check_id_;
+};
+
+}  // namespace kvblob::conformance

@@ -1,0 +1,39 @@
+// Caller memory the battery hands a driver: the bytes end against a
+// PROT_NONE guard page and start after a canary, so a write outside a span
+// is caught; after a driver says access ended, the bytes can be made
+// inaccessible for a grace period, so a late touch is caught (R-REG-3).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kvblob::conformance {
+
+class GuardedBuffer {
+public:
+    explicit GuardedBuffer(size_t size);
+    GuardedBuffer(const GuardedBuffer &) = delete;
+    GuardedBuffer &operator=(const GuardedBuffer &) = delete;
+    ~GuardedBuffer();
+
+    uint8_t *data() const { return data_; }
+    size_t size() const { return size_; }
+    // The canary before the data is intact.
+    bool canary_intact() const;
+    // Makes the data inaccessible for grace_ms, then accessible again.
+    void revoke_for(unsigned grace_ms);
+    // Never unmapped: a driver whose access was never proven may still
+    // touch it (the battery says so where it happens).
+    void leak() { leaked_ = true; }
+
+private:
+    uint8_t *map_ = nullptr;
+    size_t map_size_ = 0;
+    uint8_t *usable_ = nullptr;
+    size_t usable_size_ = 0;
+    uint8_t *data_ = nullptr;
+    size_t size_ = 0;
+    bool leaked_ = false;
+};
+
+}  // namespace kvblob::conformance

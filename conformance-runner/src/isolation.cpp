@@ -1,0 +1,106 @@
+#include "isolation.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace kvblob::conformance {
+
+const char *to_string(Status s)
+{
+    switch (s) {
+    case Status::pass: return "PASS";
+    case Status::fail: return "FAIL";
+    case Status::not_supported: return "NOT_SUPPORTED";
+    case Status::skipped: return "SKIPPED";
+    case Status::timeout: return "TIMEOUT";
+    case Status::crash: return "CRASH";
+    case Status::xfail: return "XFAIL";
+    case Status::xpass: return "XPASS";
+    }
+    return "?";
+}
+
+namespace {
+
+std::string last_lines(const std::string &text, int lines)
+{
+    size_t pos = text.size();
+    while (lines-- > 0 && pos > 0) {
+        pos = text.rfind('\n', pos - 2 < text.size() ? pos - 2 : 0);
+        if (pos == std::string::npos) return text;
+        ++pos;
+    }
+    return text.substr(pos);
+}
+
+}  // namespace
+
+Outcome run_isolated(const std::function<Outcome()> &body, unsigned timeout_s, bool isolate)
+{
+    if (!isolate) return body();
+    int result_pipe[2], err_pipe[2];
+    if (pipe(result_pipe) != 0 || pipe(err_pipe) != 0) return {Status::crash, "pipe() failed"};
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid < 0) return {Status::crash, "fork() failed"};
+    if (pid == 0) {
+        close(result_pipe[0]);
+        close(err_pipe[0]);
+        dup2(err_pipe[1], STDERR_FILENO);
+        Outcome o = body();
+        std::string wire = std::string(to_string(o.status)) + "\n" + o.message;
+        (void)!write(result_pipe[1], wire.data(), wire.size());
+        _exit(0);  // no destructors: a broken driver's threads may still run
+    }
+    close(result_pipe[1]);
+    close(err_pipe[1]);
+    // Collect stderr while waiting, so a chatty child never blocks on a full pipe.
+    std::string err, result;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    bool timed_out = false;
+    pollfd fds[2] = {{result_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    int open_fds = 2;
+    while (open_fds > 0) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+            timed_out = true;
+            break;
+        }
+        if (poll(fds, 2, static_cast<int>(left.count())) <= 0) continue;
+        for (auto &f : fds) {
+            if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP))) continue;
+            char buf[4096];
+            ssize_t n = read(f.fd, buf, sizeof buf);
+            if (n <= 0) {
+                f.fd = -1;
+                --open_fds;
+            } else {
+                (f.fd == result_pipe[0] ? result : err).append(buf, static_cast<size_t>(n));
+            }
+        }
+    }
+    if (timed_out) kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(result_pipe[0]);
+    close(err_pipe[0]);
+    if (timed_out) return {Status::timeout, "no answer within " + std::to_string(timeout_s) + " s"};
+    if (WIFSIGNALED(status))
+        return {Status::crash, std::string("killed by signal ") + strsignal(WTERMSIG(status)) +
+                                   (err.empty() ? "" : "; last stderr: " + last_lines(err, 5))};
+    auto nl = result.find('\n');
+    if (nl == std::string::npos)
+        return {Status::crash, "the check exited without a result (exit status " +
+                                   std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")"};
+    const std::string word = result.substr(0, nl);
+    for (Status s : {Status::pass, Status::fail, Status::not_supported})
+        if (word == to_string(s)) return {s, result.substr(nl + 1)};
+    return {Status::crash, "unreadable result: " + word};
+}
+
+}  // namespace kvblob::conformance

@@ -1,0 +1,256 @@
+// kvblob-conformance: loads a driver plugin through the host loader and runs
+// the conformance battery against it.
+//
+// Exit codes: 0 conformant; 1 checks failed; 2 usage error; 3 the plugin was
+// refused by the loader; 4 run incomplete.
+#include <CLI/CLI.hpp>
+
+#include <fnmatch.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "check.hpp"
+#include "context.hpp"
+#include "isolation.hpp"
+#include "kvblob/host/json.hpp"
+#include "kvblob/host/version.hpp"
+
+using namespace kvblob;
+using namespace kvblob::conformance;
+
+namespace {
+
+bool matches_any(const std::vector<std::string> &globs, const std::string &id)
+{
+    for (const auto &g : globs)
+        if (fnmatch(g.c_str(), id.c_str(), 0) == 0) return true;
+    return false;
+}
+
+std::string rules_json(const Check &c)
+{
+    std::string out = "[";
+    for (size_t i = 0; i < c.rules.size(); ++i) out += (i ? "," : "") + json_quote(c.rules[i]);
+    return out + "]";
+}
+
+struct Expectation {
+    std::string glob;
+    Status status;
+    std::string reason;
+};
+
+std::vector<Expectation> read_expectations(const std::string &path)
+{
+    std::vector<Expectation> out;
+    if (path.empty()) return out;
+    std::ifstream in(path);
+    if (!in) throw CLI::ValidationError("--expectations", "cannot read " + path);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream f(line);
+        std::string glob, word, reason;
+        f >> glob >> word;
+        std::getline(f, reason);
+        Status s;
+        if (word == "FAIL") s = Status::fail;
+        else if (word == "NOT_SUPPORTED") s = Status::not_supported;
+        else if (word == "CRASH") s = Status::crash;
+        else if (word == "TIMEOUT") s = Status::timeout;
+        else throw CLI::ValidationError("--expectations", path + ":" + std::to_string(n) + ": unknown status '" + word + "'");
+        out.push_back({glob, s, reason});
+    }
+    return out;
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    CLI::App app{"Run the kvblob conformance battery against a driver plugin."};
+    app.set_version_flag("--version", std::string("kvblob-conformance ") + release_version() + " (ABI " +
+                                          std::to_string(KVBLOB_ABI_VERSION_MAJOR) + "." +
+                                          std::to_string(KVBLOB_ABI_VERSION_MINOR) + ", contract " +
+                                          std::to_string(KVBLOB_CONTRACT_VERSION) + ")");
+    std::string driver, json_path, junit_path, expectations_path;
+    std::vector<std::string> raw_options, filters, excludes;
+    bool list = false, no_isolation = false, strict = false;
+    unsigned timeout = 60, repeat = 1;
+    uint64_t seed = 20261130;
+    auto *json_opt = app.add_option("--json", json_path, "Write the report as JSON lines to FILE (with --list: print JSON)")
+                         ->expected(0, 1);
+    app.add_option("-d,--driver", driver, "Plugin path or driver name (e.g. memory)");
+    app.add_option("-o,--option", raw_options, "key=value passed to the driver's open (repeatable)");
+    app.add_option("--filter", filters, "Run only checks whose id matches a glob (repeatable)");
+    app.add_option("--exclude", excludes, "Skip checks whose id matches a glob (repeatable)");
+    app.add_flag("--list", list, "List the checks and exit");
+    app.add_option("--timeout", timeout, "Seconds per check before it is TIMEOUT")->check(CLI::PositiveNumber);
+    app.add_flag("--no-isolation", no_isolation, "Run checks in this process (for a debugger)");
+    app.add_option("--seed", seed, "Seed of the run's key prefix");
+    app.add_option("--repeat", repeat, "Run each check N times (races)")->check(CLI::PositiveNumber);
+    app.add_option("--junit", junit_path, "Write a JUnit XML report to FILE");
+    app.add_option("--expectations", expectations_path, "Lines 'GLOB STATUS REASON': expected failures (XFAIL)");
+    app.add_flag("--strict", strict, "NOT_SUPPORTED fails a MUST check");
+    app.footer("Exit codes: 0 conformant; 1 checks failed; 2 usage error; 3 plugin refused by the loader; "
+               "4 run incomplete.");
+    CLI11_PARSE(app, argc, argv);
+    const bool json = json_opt->count() > 0;
+
+    const auto &checks = battery();
+    if (list) {
+        for (const auto &c : checks) {
+            if (json)
+                std::cout << "{\"id\":" << json_quote(c.id) << ",\"rules\":" << rules_json(c) << ",\"level\":"
+                          << (c.level == Level::must ? "\"MUST\"" : "\"SHOULD\"") << ",\"description\":"
+                          << json_quote(c.description) << "}\n";
+            else
+                std::cout << c.id << "  [" << c.rules.front() << "]  " << c.description << "\n";
+        }
+        return 0;
+    }
+    if (driver.empty()) {
+        std::cerr << "kvblob-conformance: --driver is required\n";
+        return 2;
+    }
+    Options options;
+    for (const auto &kv : raw_options) {
+        auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            std::cerr << "kvblob-conformance: --option '" << kv << "' is not key=value\n";
+            return 2;
+        }
+        options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    std::vector<Expectation> expectations;
+    try {
+        expectations = read_expectations(expectations_path);
+    } catch (const CLI::Error &e) {
+        std::cerr << "kvblob-conformance: " << e.what() << "\n";
+        return 2;
+    }
+
+    std::optional<Plugin> plugin;
+    try {
+        plugin = Plugin::load(driver);
+        plugin->open(options);  // a refusal at init is the loader's too
+    } catch (const LoadError &e) {
+        std::cerr << e.what() << "\n";
+        return 3;
+    }
+
+    const auto clock = std::chrono::system_clock::now().time_since_epoch().count();
+    const std::string prefix = "kvbc-" + std::to_string(seed) + "-" + std::to_string(clock % 1000000007);
+    std::ofstream json_out;
+    if (json && !json_path.empty()) {
+        json_out.open(json_path);
+        json_out << "{\"runner\":" << json_quote(release_version()) << ",\"abi\":" << KVBLOB_ABI_VERSION
+                 << ",\"contract\":" << KVBLOB_CONTRACT_VERSION << ",\"driver\":" << json_quote(plugin->path().string())
+                 << ",\"name\":" << json_quote(plugin->name()) << ",\"version\":" << json_quote(plugin->version())
+                 << ",\"seed\":" << seed << ",\"prefix\":" << json_quote(prefix) << "}\n"
+                 << std::flush;
+    }
+    std::cout << "kvblob-conformance " << release_version() << ": driver " << plugin->name() << " "
+              << plugin->version() << " (" << plugin->path().string() << "), seed " << seed << "\n";
+
+    struct Row {
+        const Check *check;
+        Outcome outcome;
+    };
+    std::vector<Row> rows;
+    int passed = 0, failed = 0, skipped = 0, unsupported = 0, xfail = 0, xpass = 0;
+    for (const auto &c : checks) {
+        for (unsigned rep = 0; rep < repeat; ++rep) {
+            Outcome o;
+            if ((!filters.empty() && !matches_any(filters, c.id)) || matches_any(excludes, c.id)) {
+                o = {Status::skipped, "filtered out"};
+            } else {
+                auto t0 = std::chrono::steady_clock::now();
+                o = run_isolated(
+                    [&]() -> Outcome {
+                        try {
+                            Context ctx(*plugin, options, prefix, c.id + "/" + std::to_string(rep),
+                                        std::chrono::seconds(timeout));
+                            auto d = ctx.open();
+                            if ((d.caps().flags & c.needs_caps) != c.needs_caps)
+                                return {Status::not_supported, "needs a capability the driver does not declare"};
+                            c.body(ctx);
+                            return {Status::pass, ""};
+                        } catch (const CheckFailure &f) {
+                            return {Status::fail, f.what()};
+                        } catch (const NotSupported &n) {
+                            return {Status::not_supported, n.what()};
+                        } catch (const std::exception &e) {
+                            return {Status::fail, std::string("unexpected error: ") + e.what()};
+                        }
+                    },
+                    timeout, !no_isolation);
+                (void)t0;
+                for (const auto &e : expectations)
+                    if (fnmatch(e.glob.c_str(), c.id.c_str(), 0) == 0) {
+                        if (o.status == e.status) o = {Status::xfail, e.reason};
+                        else if (o.status == Status::pass) o = {Status::xpass, "expected " + std::string(to_string(e.status))};
+                    }
+                if (strict && o.status == Status::not_supported && c.level == Level::must) o.status = Status::fail;
+            }
+            switch (o.status) {
+            case Status::pass: ++passed; break;
+            case Status::skipped: ++skipped; break;
+            case Status::not_supported: ++unsupported; break;
+            case Status::xfail: ++xfail; break;
+            case Status::xpass: ++xpass; ++failed; break;
+            default: ++failed; break;
+            }
+            if (o.status != Status::skipped) {
+                std::cout << "[" << to_string(o.status) << "] " << c.id;
+                if (!o.message.empty()) std::cout << ": " << o.message;
+                std::cout << "\n";
+                if (o.status == Status::fail || o.status == Status::crash || o.status == Status::timeout)
+                    std::cout << "    rerun: " << argv[0] << " --driver " << driver << " --filter '" << c.id
+                              << "' --seed " << seed << "\n";
+                std::cout << std::flush;
+            }
+            if (json_out.is_open())
+                json_out << "{\"id\":" << json_quote(c.id) << ",\"rules\":" << rules_json(c)
+                         << ",\"status\":" << json_quote(to_string(o.status)) << ",\"message\":"
+                         << json_quote(o.message) << "}\n"
+                         << std::flush;
+            rows.push_back({&c, o});
+        }
+    }
+    if (!junit_path.empty()) {
+        std::ofstream x(junit_path);
+        auto esc = [](const std::string &s) {
+            std::string o;
+            for (char ch : s)
+                o += ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '&' ? "&amp;" : ch == '"' ? "&quot;" : std::string(1, ch);
+            return o;
+        };
+        x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvblob-conformance\" tests=\"" << rows.size()
+          << "\" failures=\"" << failed << "\" skipped=\"" << skipped + unsupported << "\">\n";
+        for (const auto &r : rows) {
+            x << "  <testcase classname=\"" << esc(plugin->name()) << "\" name=\"" << esc(r.check->id) << "\">";
+            switch (r.outcome.status) {
+            case Status::pass: case Status::xfail: break;
+            case Status::skipped: case Status::not_supported:
+                x << "<skipped message=\"" << esc(r.outcome.message) << "\"/>";
+                break;
+            default:
+                x << "<failure message=\"" << esc(to_string(r.outcome.status)) << "\">" << esc(r.outcome.message)
+                  << "</failure>";
+            }
+            x << "</testcase>\n";
+        }
+        x << "</testsuite>\n";
+    }
+    std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped, " << unsupported
+              << " not supported, " << xfail << " xfail, " << xpass << " xpass\n"
+              << (failed == 0 ? "CONFORMANT" : "NOT CONFORMANT") << "\n";
+    return failed == 0 ? 0 : 1;
+}
