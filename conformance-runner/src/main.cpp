@@ -120,13 +120,11 @@ int main(int argc, char **argv)
         return 2;
     }
     Options options;
-    for (const auto &kv : raw_options) {
-        auto eq = kv.find('=');
-        if (eq == std::string::npos || eq == 0) {
-            std::cerr << "kvblob-conformance: --option '" << kv << "' is not key=value\n";
-            return 2;
-        }
-        options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    try {
+        options = parse_option_assignments(raw_options);
+    } catch (const std::invalid_argument &e) {
+        std::cerr << "kvblob-conformance: " << e.what() << "\n";
+        return 2;
     }
     std::vector<Expectation> expectations;
     try {

@@ -165,6 +165,17 @@ std::vector<LoadProblem> check_caps(const kvblob_plugin_t &t, const kvblob_caps_
 
 }  // namespace
 
+Options parse_option_assignments(const std::vector<std::string> &words)
+{
+    Options options;
+    for (const auto &kv : words) {
+        auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0) throw std::invalid_argument("option '" + kv + "' is not key=value");
+        options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    return options;
+}
+
 Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
 {
     // Stage open: find the file and let the dynamic linker load it.

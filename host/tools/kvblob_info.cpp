@@ -93,13 +93,11 @@ int main(int argc, char **argv)
     CLI11_PARSE(app, argc, argv);
 
     kvblob::Options options;
-    for (const auto &kv : raw_options) {
-        auto eq = kv.find('=');
-        if (eq == std::string::npos || eq == 0) {
-            std::cerr << "kvblob-info: --option '" << kv << "' is not key=value\n";
-            return 2;
-        }
-        options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    try {
+        options = kvblob::parse_option_assignments(raw_options);
+    } catch (const std::invalid_argument &e) {
+        std::cerr << "kvblob-info: " << e.what() << "\n";
+        return 2;
     }
 
     try {

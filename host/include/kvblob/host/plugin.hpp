@@ -24,6 +24,10 @@ struct LoadOptions {
 
 using Options = std::vector<std::pair<std::string, std::string>>;
 
+// Parses "key=value" words (as tools take them on the command line) into
+// Options. Throws std::invalid_argument naming the first malformed word.
+Options parse_option_assignments(const std::vector<std::string> &words);
+
 class Plugin {
 public:
     // Loads spec (a path, or a short name such as "memory") through the
