@@ -110,8 +110,8 @@ kvblob_status DriverCore::shutdown(std::chrono::nanoseconds timeout)
     kvblob_status st = table->drain(handle, static_cast<uint64_t>(timeout.count()));
     std::erase_if(parked_, [&](kvblob_op_t *op) { return table->release(handle, op) == KVBLOB_OK; });
     std::erase_if(pinned_, [&](kvblob_region_t *r) { return table->unregister_region(handle, r) == KVBLOB_OK; });
-    if (st == KVBLOB_OK && parked_.empty() && pinned_.empty()) st = table->close(handle);
-    if (st == KVBLOB_OK && !parked_.empty()) st = KVBLOB_E_BUSY;
+    // Close only when nothing is left that the driver may still touch.
+    if (st == KVBLOB_OK) st = parked_.empty() && pinned_.empty() ? table->close(handle) : KVBLOB_E_BUSY;
     if (st != KVBLOB_OK) {
         // Something may still touch memory: keep the driver open and its code
         // mapped for the life of the process rather than free anything.
