@@ -75,10 +75,7 @@ std::vector<Expectation> read_expectations(const std::string &path)
 int main(int argc, char **argv)
 {
     CLI::App app{"Run the kvblob conformance battery against a driver plugin."};
-    app.set_version_flag("--version", std::string("kvblob-conformance ") + release_version() + " (ABI " +
-                                          std::to_string(KVBLOB_ABI_VERSION_MAJOR) + "." +
-                                          std::to_string(KVBLOB_ABI_VERSION_MINOR) + ", contract " +
-                                          std::to_string(KVBLOB_CONTRACT_VERSION) + ")");
+    app.set_version_flag("--version", tool_version_banner("kvblob-conformance"));
     std::string driver, json_path, junit_path, expectations_path;
     std::vector<std::string> raw_options, filters, excludes;
     bool list = false, no_isolation = false, strict = false;

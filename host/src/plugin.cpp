@@ -11,6 +11,7 @@
 
 #include "driver_core.hpp"
 #include "kvblob/host/discovery.hpp"
+#include "kvblob/host/version.hpp"
 #include "library.hpp"
 
 namespace kvblob {
@@ -30,11 +31,6 @@ void trace(LoadStage stage, const std::string &file, const std::string &what)
     if (loader_debug())
         std::fprintf(stderr, "kvblob-loader: [%s] %s: %s\n", to_string(stage), file.c_str(),
                      what.c_str());
-}
-
-std::string version_text(uint32_t v)
-{
-    return std::to_string(KVBLOB_VERSION_MAJOR(v)) + "." + std::to_string(KVBLOB_VERSION_MINOR(v));
 }
 
 [[noreturn]] void refuse(const std::string &file, LoadStage stage, std::vector<LoadProblem> problems,
@@ -222,7 +218,7 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     n.host_min_abi_version = KVBLOB_ABI_VERSION_OLDEST;
     n.host_max_abi_version = KVBLOB_ABI_VERSION;
     n.host_kvblob_version = KVBLOB_ABI_VERSION;
-    const std::string offered = version_text(n.host_min_abi_version) + ".." + version_text(n.host_max_abi_version);
+    const std::string offered = abi_version_text(n.host_min_abi_version) + ".." + abi_version_text(n.host_max_abi_version);
     trace(LoadStage::negotiate, file, "offering ABI " + offered);
     kvblob_status st = entry(&n);
     std::vector<LoadProblem> problems;
@@ -231,22 +227,22 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     if (st != KVBLOB_OK) {
         std::string reason = std::string("the entry answered ") + kvblob_status_name(st);
         if (n.chosen_abi_version > n.host_max_abi_version)
-            reason += ": the plugin speaks ABI " + version_text(n.chosen_abi_version) +
+            reason += ": the plugin speaks ABI " + abi_version_text(n.chosen_abi_version) +
                       ", newer than this host's " + offered + " (update the host)";
         else if (n.chosen_abi_version != 0 && n.chosen_abi_version < n.host_min_abi_version)
-            reason += ": the plugin speaks ABI " + version_text(n.chosen_abi_version) +
+            reason += ": the plugin speaks ABI " + abi_version_text(n.chosen_abi_version) +
                       ", older than this host's " + offered + " (rebuild the plugin)";
         else
             reason += " to the offered ABI " + offered;
         problems.push_back({"R-LOAD-3", reason});
     } else {
         if (!in_range)
-            problems.push_back({"R-LOAD-3", "the plugin chose ABI " + version_text(n.chosen_abi_version) +
+            problems.push_back({"R-LOAD-3", "the plugin chose ABI " + abi_version_text(n.chosen_abi_version) +
                                                 ", outside the offered " + offered});
         if (!n.plugin) problems.push_back({"R-LOAD-3", "the entry answered KVBLOB_OK with a NULL plugin table"});
     }
     if (!problems.empty()) refuse(file, LoadStage::negotiate, problems);
-    trace(LoadStage::negotiate, file, "agreed on ABI " + version_text(n.chosen_abi_version));
+    trace(LoadStage::negotiate, file, "agreed on ABI " + abi_version_text(n.chosen_abi_version));
 
     // Stage validate: read no further than the table's own size says.
     const kvblob_plugin_t &t = *n.plugin;
@@ -255,8 +251,8 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
                {{"R-LOAD-4", "plugin table struct_size " + std::to_string(t.struct_size) +
                                  " is smaller than ABI 1.0's " + std::to_string(sizeof(kvblob_plugin_t))}});
     if (t.abi_version != n.chosen_abi_version)
-        problems.push_back({"R-LOAD-4", "the table says ABI " + version_text(t.abi_version) +
-                                            " but negotiation chose " + version_text(n.chosen_abi_version)});
+        problems.push_back({"R-LOAD-4", "the table says ABI " + abi_version_text(t.abi_version) +
+                                            " but negotiation chose " + abi_version_text(n.chosen_abi_version)});
     if (t.reserved != 0) problems.push_back({"R-LOAD-4", "the table's reserved member is not zero"});
     if (t.contract_version == 0) problems.push_back({"R-LOAD-4", "contract_version is 0"});
     check_slots(t, problems);

@@ -28,11 +28,6 @@ constexpr CapName cap_names[] = {
     {KVBLOB_CAP_PROBE, "probe"},           {KVBLOB_CAP_REMOVE, "remove"},
 };
 
-std::string version_text(uint32_t v)
-{
-    return std::to_string(KVBLOB_VERSION_MAJOR(v)) + "." + std::to_string(KVBLOB_VERSION_MINOR(v));
-}
-
 std::string limit_text(uint64_t v) { return v == KVBLOB_NO_LIMIT ? "none" : std::to_string(v); }
 std::string limit_json(uint64_t v) { return v == KVBLOB_NO_LIMIT ? "null" : std::to_string(v); }
 
@@ -77,9 +72,7 @@ int main(int argc, char **argv)
 {
     CLI::App app{"Show a kvblob driver plugin's identity, ABI, capabilities and options,\n"
                  "or the loader's explanation of why it is refused."};
-    app.set_version_flag("--version", std::string("kvblob-info ") + kvblob::release_version() + " (ABI " +
-                                          version_text(KVBLOB_ABI_VERSION) + ", contract " +
-                                          std::to_string(KVBLOB_CONTRACT_VERSION) + ")");
+    app.set_version_flag("--version", kvblob::tool_version_banner("kvblob-info"));
     std::string spec;
     std::vector<std::string> raw_options;
     bool json = false;
@@ -116,7 +109,7 @@ int main(int argc, char **argv)
                       << ",\"name\":" << kvblob::json_quote(plugin.name())
                       << ",\"version\":" << kvblob::json_quote(plugin.version())
                       << ",\"description\":" << kvblob::json_quote(plugin.description())
-                      << ",\"abi_version\":" << kvblob::json_quote(version_text(plugin.abi_version()))
+                      << ",\"abi_version\":" << kvblob::json_quote(kvblob::abi_version_text(plugin.abi_version()))
                       << ",\"contract_version\":" << t.contract_version;
             if (opened) {
                 std::cout << ",\"capabilities\":[";
@@ -149,8 +142,8 @@ int main(int argc, char **argv)
         std::cout << "file:      " << plugin.path().string() << "\n"
                   << "driver:    " << plugin.name() << " " << plugin.version() << "\n";
         if (!plugin.description().empty()) std::cout << "           " << plugin.description() << "\n";
-        std::cout << "ABI:       " << version_text(plugin.abi_version()) << " (host speaks "
-                  << version_text(KVBLOB_ABI_VERSION_OLDEST) << ".." << version_text(KVBLOB_ABI_VERSION) << ")\n"
+        std::cout << "ABI:       " << kvblob::abi_version_text(plugin.abi_version()) << " (host speaks "
+                  << kvblob::abi_version_text(KVBLOB_ABI_VERSION_OLDEST) << ".." << kvblob::abi_version_text(KVBLOB_ABI_VERSION) << ")\n"
                   << "contract:  " << t.contract_version << "\n";
         if (opened) {
             std::cout << "capabilities:";
