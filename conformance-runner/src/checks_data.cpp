@@ -158,17 +158,13 @@ void add_data_checks(std::vector<Check> &out)
                    "an object corrupted at rest is FAULT, never READY with wrong bytes",
                    [](Context &c) {
                        auto d = c.open();
-                       const auto &h = c.hooks(d, "stage_corrupt");
-                       if (!h.stage_corrupt) throw NotSupported("hook stage_corrupt is not offered");
                        GuardedBuffer src(4096), dst(4096);
                        fill_pattern(src.data(), 4096, 4);
                        auto rs = c.reg(d, src), rd = c.reg(d, dst);
                        auto k = c.key("rot");
                        expect(c.run_one(d, OpKind::put, k, {make_span(rs, 0, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
                               "put not READY");
-                       expect(h.stage_corrupt(d.handle(), reinterpret_cast<const uint8_t *>(k.data()), k.size()) ==
-                                  KVBLOB_OK,
-                              "R-ROW-6", "stage_corrupt failed on a stored key");
+                       c.stage(d, "stage_corrupt", k, "R-ROW-6");
                        auto res = c.run_one(d, OpKind::get, k, {make_span(rd, 0, 4096)});
                        expect(res == KVBLOB_ROW_FAULT, "R-ROW-6",
                               std::string("a corrupted object is ") + kvblob_row_result_name(res) + ", not FAULT");

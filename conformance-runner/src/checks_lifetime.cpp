@@ -7,23 +7,6 @@
 
 namespace kvblob::conformance {
 
-namespace {
-
-using HookFn = kvblob_status (*)(kvblob_driver_t *, const uint8_t *, uint64_t);
-
-HookFn need(HookFn fn, const char *name)
-{
-    if (!fn) throw NotSupported(std::string("hook ") + name + " is not offered");
-    return fn;
-}
-
-kvblob_status stage(HookFn fn, Driver &d, const std::string &key)
-{
-    return fn(d.handle(), reinterpret_cast<const uint8_t *>(key.data()), key.size());
-}
-
-}  // namespace
-
 void add_lifetime_checks(std::vector<Check> &out)
 {
     out.push_back({"lifetime.access-ended.untouched", {"R-REG-3", "R-ACC-2"}, Level::must, 0, {},
@@ -44,17 +27,17 @@ void add_lifetime_checks(std::vector<Check> &out)
                        dst.revoke_for(50);
                        expect(std::memcmp(src.data(), dst.data(), src.size()) == 0, "R-ROW-6", "bytes differ");
                    }});
-    out.push_back({"lifetime.unregister-busy", {"R-REG-1", "R-OPS-1"}, Level::must, 0, {"stage_held_get"},
+    out.push_back({"lifetime.unregister-busy", {"R-REG-1", "R-OPS-1"}, Level::must, 0,
+                   {"stage_held_get", "release_staged"},
                    "unregister and release are refused while an operation's access is open",
                    [](Context &c) {
                        auto d = c.open();
-                       auto held = need(c.hooks(d, "stage_held_get").stage_held_get, "stage_held_get");
                        GuardedBuffer buf(4096);
                        auto r = c.reg(d, buf);
                        auto k = c.key("held");
                        expect(c.run_one(d, OpKind::put, k, {make_span(r, 0, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
                               "put not READY");
-                       expect(stage(held, d, k) == KVBLOB_OK, "R-REG-1", "stage_held_get failed");
+                       c.stage(d, "stage_held_get", k, "R-REG-1");
                        Batch b;
                        b.row(k, {make_span(r, 0, 4096)});
                        auto op = c.admit(d, OpKind::get, b);
@@ -65,7 +48,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                            expect(d.table().release(d.handle(), op) != KVBLOB_OK, "R-OPS-1",
                                   "release succeeded before the operation ended");
                        }
-                       c.hooks(d, "release_staged").release_staged(d.handle());
+                       c.stage(d, "release_staged", "R-REG-1");
                        expect(c.settle(d, op), "R-ACC-2", "the released get did not settle");
                        expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused after settle");
                        expect(d.table().unregister_region(d.handle(), r) == KVBLOB_OK, "R-REG-1",
@@ -76,12 +59,11 @@ void add_lifetime_checks(std::vector<Check> &out)
                    "unprovable access pins the region, is never released, and fails drain at once",
                    [](Context &c) {
                        auto d = c.open();
-                       auto unprov = need(c.hooks(d, "stage_unprovable").stage_unprovable, "stage_unprovable");
                        auto *buf = new GuardedBuffer(4096);  // kept alive for good: access never proven
                        buf->leak();
                        auto r = c.reg(d, *buf);
                        auto k = c.key("u");
-                       expect(stage(unprov, d, k) == KVBLOB_OK, "R-REG-2", "stage_unprovable failed");
+                       c.stage(d, "stage_unprovable", k, "R-REG-2");
                        Batch b;
                        b.row(k, {make_span(r, 0, 4096)});
                        auto op = c.admit(d, OpKind::put, b);
@@ -206,18 +188,16 @@ void add_lifetime_checks(std::vector<Check> &out)
                               std::string("the second driver's get is ") + kvblob_row_result_name(res));
                        expect(std::memcmp(src.data(), dst.data(), src.size()) == 0, "R-CON-2", "bytes differ");
                    }});
-    out.push_back({"concurrency.held-get", {"R-CON-3"}, Level::must, 0, {"stage_held_get"},
+    out.push_back({"concurrency.held-get", {"R-CON-3"}, Level::must, 0, {"stage_held_get", "release_staged"},
                    "a get held inside the store delays neither another operation nor a drain with a timeout",
                    [](Context &c) {
                        auto d = c.open();
-                       const auto &h = c.hooks(d, "stage_held_get");
-                       auto held = need(h.stage_held_get, "stage_held_get");
                        GuardedBuffer buf(8192);
                        auto r = c.reg(d, buf);
                        auto k = c.key("held"), free = c.key("free");
                        c.run_one(d, OpKind::put, k, {make_span(r, 0, 4096)});
                        c.run_one(d, OpKind::put, free, {make_span(r, 4096, 4096)});
-                       stage(held, d, k);
+                       c.stage(d, "stage_held_get", k, "R-CON-3");
                        Batch b;
                        b.row(k, {make_span(r, 0, 4096)});
                        auto op = c.admit(d, OpKind::get, b);
@@ -227,18 +207,17 @@ void add_lifetime_checks(std::vector<Check> &out)
                        d.table().drain(d.handle(), 100'000'000ull);
                        expect(std::chrono::steady_clock::now() - t0 < 3s, "R-CON-3",
                               "a held get delayed another operation or a drain with a 100 ms timeout");
-                       h.release_staged(d.handle());
+                       c.stage(d, "release_staged", "R-CON-3");
                        expect(c.settle(d, op), "R-ACC-2", "the held get did not settle once released");
                    }});
     out.push_back({"scenario.foreign-writer", {"R-ROW-2"}, Level::must, 0, {"stage_foreign_writer"},
                    "a key another client is writing is NOT_READY, a result and not a fault",
                    [](Context &c) {
                        auto d = c.open();
-                       auto fw = need(c.hooks(d, "stage_foreign_writer").stage_foreign_writer, "stage_foreign_writer");
                        GuardedBuffer buf(1024);
                        auto r = c.reg(d, buf);
                        auto k = c.key("fw");
-                       expect(stage(fw, d, k) == KVBLOB_OK, "R-ROW-2", "stage_foreign_writer failed");
+                       c.stage(d, "stage_foreign_writer", k, "R-ROW-2");
                        auto res = c.run_one(d, OpKind::get, k, {make_span(r, 0, 1024)});
                        expect(res == KVBLOB_ROW_NOT_READY, "R-ROW-2",
                               std::string("get of a key being written is ") + kvblob_row_result_name(res));
@@ -250,11 +229,9 @@ void add_lifetime_checks(std::vector<Check> &out)
                    "a put into a full pool is DECLINED",
                    [](Context &c) {
                        auto d = c.open();
-                       const auto &h = c.hooks(d, "stage_full_pool");
-                       if (!h.stage_full_pool) throw NotSupported("hook stage_full_pool is not offered");
                        GuardedBuffer buf(1024);
                        auto r = c.reg(d, buf);
-                       expect(h.stage_full_pool(d.handle()) == KVBLOB_OK, "R-ROW-2", "stage_full_pool failed");
+                       c.stage(d, "stage_full_pool", "R-ROW-2");
                        auto res = c.run_one(d, OpKind::put, c.key("full"), {make_span(r, 0, 1024)});
                        expect(res == KVBLOB_ROW_DECLINED, "R-ROW-2",
                               std::string("put into a full pool is ") + kvblob_row_result_name(res));
@@ -263,12 +240,11 @@ void add_lifetime_checks(std::vector<Check> &out)
                    "a read that fails inside the store is FAULT, never MISS",
                    [](Context &c) {
                        auto d = c.open();
-                       auto fr = need(c.hooks(d, "stage_failing_read").stage_failing_read, "stage_failing_read");
                        GuardedBuffer buf(1024);
                        auto r = c.reg(d, buf);
                        auto k = c.key("fr");
                        c.run_one(d, OpKind::put, k, {make_span(r, 0, 1024)});
-                       expect(stage(fr, d, k) == KVBLOB_OK, "R-ROW-4", "stage_failing_read failed");
+                       c.stage(d, "stage_failing_read", k, "R-ROW-4");
                        auto res = c.run_one(d, OpKind::get, k, {make_span(r, 0, 1024)});
                        expect(res == KVBLOB_ROW_FAULT, "R-ROW-4",
                               std::string("a failing read is ") + kvblob_row_result_name(res) + ", not FAULT");

@@ -1,5 +1,6 @@
 #include "context.hpp"
 
+#include <cstddef>
 #include <thread>
 
 #include "kvblob/host/key_codec.hpp"
@@ -136,12 +137,85 @@ std::string Context::message(Driver &d, kvblob_op_t *op, uint64_t row) const
     return buf;
 }
 
-const kvblob_scenarios_t &Context::hooks(Driver &d, const char *needed) const
+namespace {
+
+using KeyHook = kvblob_status (*kvblob_scenarios_t::*)(kvblob_driver_t *, const uint8_t *, uint64_t);
+using DriverHook = kvblob_status (*kvblob_scenarios_t::*)(kvblob_driver_t *);
+
+// The hook slots the battery calls, by the names checks declare them with.
+struct HookSlot {
+    const char *name;
+    size_t end;  // the struct_size that covers the slot (append-only tables)
+    KeyHook keyed;
+    DriverHook plain;
+};
+#define KVBC_KEYED(slot) {#slot, offsetof(kvblob_scenarios_t, slot) + sizeof(void *), &kvblob_scenarios_t::slot, nullptr}
+#define KVBC_PLAIN(slot) {#slot, offsetof(kvblob_scenarios_t, slot) + sizeof(void *), nullptr, &kvblob_scenarios_t::slot}
+const HookSlot hook_slots[] = {
+    KVBC_KEYED(stage_foreign_writer), KVBC_PLAIN(stage_full_pool),  KVBC_KEYED(stage_failing_read),
+    KVBC_KEYED(stage_held_get),       KVBC_KEYED(stage_corrupt),    KVBC_KEYED(stage_unprovable),
+    KVBC_PLAIN(release_staged),
+};
+#undef KVBC_KEYED
+#undef KVBC_PLAIN
+
+bool offered(const kvblob_scenarios_t *s, const HookSlot &slot)
 {
-    const kvblob_scenarios_t *s = d.scenarios();
-    if (!s) throw NotSupported("the driver offers no " KVBLOB_EXT_SCENARIOS " extension");
-    return *s;
-    (void)needed;
+    if (!s || s->struct_size < slot.end) return false;
+    return slot.keyed ? s->*slot.keyed != nullptr : s->*slot.plain != nullptr;
+}
+
+const HookSlot &slot_named(const std::string &name)
+{
+    for (const auto &slot : hook_slots)
+        if (name == slot.name) return slot;
+    throw std::logic_error("the battery names an unknown hook: " + name);
+}
+
+const HookSlot &offered_slot(Driver &d, const std::string &hook)
+{
+    const HookSlot &slot = slot_named(hook);
+    if (!offered(d.scenarios(), slot)) throw NotSupported("hook " + hook + " is not offered");
+    return slot;
+}
+
+void expect_ok(kvblob_status st, const std::string &hook, const std::string &rule)
+{
+    expect(st == KVBLOB_OK, rule, hook + " answered " + kvblob_status_name(st));
+}
+
+}  // namespace
+
+Offer offer_of(const Driver &d)
+{
+    Offer offer{d.caps().flags, {}};
+    for (const auto &slot : hook_slots)
+        if (offered(d.scenarios(), slot)) offer.hooks.insert(slot.name);
+    return offer;
+}
+
+std::string missing_need(const Check &check, const Offer &offer)
+{
+    if ((offer.caps & check.needs_caps) != check.needs_caps)
+        return "needs a capability the driver does not declare";
+    for (const auto &hook : check.needs_hooks)
+        if (!offer.hooks.count(hook)) return "needs hook " + hook + ", which the driver does not offer";
+    return {};
+}
+
+void Context::stage(Driver &d, const std::string &hook, const std::string &key, const std::string &rule) const
+{
+    const HookSlot &slot = offered_slot(d, hook);
+    if (!slot.keyed) throw std::logic_error("hook " + hook + " takes no key");
+    expect_ok((d.scenarios()->*slot.keyed)(d.handle(), reinterpret_cast<const uint8_t *>(key.data()), key.size()),
+              hook, rule);
+}
+
+void Context::stage(Driver &d, const std::string &hook, const std::string &rule) const
+{
+    const HookSlot &slot = offered_slot(d, hook);
+    if (!slot.plain) throw std::logic_error("hook " + hook + " takes a key");
+    expect_ok((d.scenarios()->*slot.plain)(d.handle()), hook, rule);
 }
 
 }  // namespace kvblob::conformance

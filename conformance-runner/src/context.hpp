@@ -7,6 +7,7 @@
 #include <kvblob/kvblob.h>
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,17 @@
 namespace kvblob::conformance {
 
 using namespace std::chrono_literals;
+
+// What a driver offers, read once from a driver opened by the runner itself:
+// its capability flags and the names of the scenario hooks it offers.
+struct Offer {
+    uint64_t caps = 0;
+    std::set<std::string> hooks;
+};
+Offer offer_of(const Driver &d);
+
+// Why check cannot run on a driver with this offer; empty when it can.
+std::string missing_need(const Check &check, const Offer &offer);
 
 class Context {
 public:
@@ -45,8 +57,12 @@ public:
     kvblob_row_result run_one(Driver &d, OpKind kind, const std::string &key,
                               std::vector<kvblob_span_t> spans = {}) const;
     std::string message(Driver &d, kvblob_op_t *op, uint64_t row) const;
-    // The scenario hooks, or NotSupported naming the one missing.
-    const kvblob_scenarios_t &hooks(Driver &d, const char *needed) const;
+    // Calls the scenario hook named hook (a kvblob_scenarios_t slot) on key,
+    // or on the whole driver when key is omitted. Throws NotSupported when the
+    // driver does not offer it; an answer other than KVBLOB_OK fails the
+    // check under rule.
+    void stage(Driver &d, const std::string &hook, const std::string &key, const std::string &rule) const;
+    void stage(Driver &d, const std::string &hook, const std::string &rule) const;
 
     std::chrono::milliseconds op_timeout;
 
