@@ -70,7 +70,7 @@ void MemoryDriver::start(Op &base)
     auto &op = static_cast<MemoryOp &>(base);
     op.outcomes.resize(op.rows.size());
     bool held = false;
-    {
+    if (keys_staged_.load(std::memory_order_acquire)) {
         std::lock_guard lock(hooks_mu_);
         for (const auto &row : op.rows) {
             if (unprovable_keys_.erase(row.key)) op.unprovable = true;
@@ -186,7 +186,7 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
 {
     const auto &row = op.rows[i];
     auto &out = op.outcomes[i];
-    {
+    if (keys_staged_.load(std::memory_order_acquire)) {
         std::lock_guard lock(hooks_mu_);
         if (failing_reads_.count(row.key)) {
             out = {KVBLOB_ROW_FAULT, 5, "the store failed to read this object (staged)", nullptr};
@@ -326,6 +326,7 @@ kvblob_status MemoryDriver::stage_failing_read(const std::string &key)
 {
     std::lock_guard lock(hooks_mu_);
     failing_reads_.insert(key);
+    keys_staged_.store(true, std::memory_order_release);
     return KVBLOB_OK;
 }
 
@@ -333,6 +334,7 @@ kvblob_status MemoryDriver::stage_held_get(const std::string &key)
 {
     std::lock_guard lock(hooks_mu_);
     held_keys_.insert(key);
+    keys_staged_.store(true, std::memory_order_release);
     return KVBLOB_OK;
 }
 
@@ -345,6 +347,7 @@ kvblob_status MemoryDriver::stage_unprovable(const std::string &key)
 {
     std::lock_guard lock(hooks_mu_);
     unprovable_keys_.insert(key);
+    keys_staged_.store(true, std::memory_order_release);
     return KVBLOB_OK;
 }
 
@@ -356,6 +359,7 @@ kvblob_status MemoryDriver::release_staged()
         failing_reads_.clear();
         held_keys_.clear();
         held.swap(held_ops_);
+        keys_staged_.store(!unprovable_keys_.empty(), std::memory_order_release);
     }
     pool_full_.store(false);
     store_->drop_foreign_writers();

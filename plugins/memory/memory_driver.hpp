@@ -89,6 +89,9 @@ private:
     std::mutex hooks_mu_;
     std::set<std::string> failing_reads_, held_keys_, unprovable_keys_;
     std::vector<MemoryOp *> held_ops_;
+    // Set while any keyed scenario is staged, so that operations take
+    // hooks_mu_ only then: no driver-wide lock on the data path otherwise.
+    std::atomic<bool> keys_staged_{false};
     std::atomic<bool> pool_full_{false};
 
     // Background workers.
