@@ -110,12 +110,9 @@ std::vector<kvblob_row_status_t> Context::run(Driver &d, OpKind kind, Batch &bat
            std::string(to_string(kind)) + " not final with access ended within " + std::to_string(op_timeout.count()) +
                " ms");
     auto r = results(d, op, batch.size());
-    for (uint64_t i = 0; i < r.size(); ++i) {
-        const auto res = r[i].result;
-        const bool valid = kind == OpKind::put ? res != KVBLOB_ROW_MISS
-                           : true;
-        expect(valid, "R-ROW-1", "row " + std::to_string(i) + ": MISS is never a put's result");
-    }
+    for (uint64_t i = 0; i < r.size(); ++i)
+        expect(kind != OpKind::put || r[i].result != KVBLOB_ROW_MISS, "R-ROW-1",
+               "row " + std::to_string(i) + ": MISS is never a put's result");
     expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1",
            "release refused for a final operation whose access ended");
     return r;

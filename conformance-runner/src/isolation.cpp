@@ -27,15 +27,17 @@ const char *to_string(Status s)
 
 namespace {
 
+// The last `lines` lines of text; a trailing newline ends the last line.
 std::string last_lines(const std::string &text, int lines)
 {
-    size_t pos = text.size();
-    while (lines-- > 0 && pos > 0) {
-        pos = text.rfind('\n', pos - 2 < text.size() ? pos - 2 : 0);
-        if (pos == std::string::npos) return text;
-        ++pos;
+    size_t end = text.size();
+    if (end > 0 && text[end - 1] == '\n') --end;
+    size_t newline = end;  // the newline before the lines kept so far
+    for (int n = 0; n < lines; ++n) {
+        newline = newline == 0 ? std::string::npos : text.rfind('\n', newline - 1);
+        if (newline == std::string::npos) return text.substr(0, end);
     }
-    return text.substr(pos);
+    return text.substr(newline + 1, end - newline - 1);
 }
 
 }  // namespace
