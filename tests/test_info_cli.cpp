@@ -66,7 +66,7 @@ TEST_CASE("kvblob-info on a good plugin prints capabilities, limits and options"
     CHECK(j.output.find("\"max_object_bytes\":null") != std::string::npos);
 }
 
-TEST_CASE("kvblob-info usage errors exit 2; --help and --version exit 0")
+TEST_CASE("kvblob-info usage errors exit 2, while --help and --version exit 0")
 {
     CHECK(info("").exit_code == 2);
     CHECK(info(fixture("good") + " --option nokeyvalue").exit_code == 2);

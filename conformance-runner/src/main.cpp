@@ -97,7 +97,12 @@ int main(int argc, char **argv)
     app.add_flag("--strict", strict, "NOT_SUPPORTED fails a MUST check");
     app.footer("Exit codes: 0 conformant; 1 checks failed; 2 usage error; 3 plugin refused by the loader; "
                "4 run incomplete.");
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        // --help and --version exit 0; every other parse error is a usage error.
+        return app.exit(e) == 0 ? 0 : 2;
+    }
     const bool json = json_opt->count() > 0;
 
     const auto &checks = battery();

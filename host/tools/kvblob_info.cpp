@@ -83,7 +83,12 @@ int main(int argc, char **argv)
     app.add_flag("--no-open", no_open, "Validate the plugin without opening a driver (no capabilities)");
     app.footer("Exit codes: 0 loaded; 2 usage error; 3 refused by the loader.\n"
                "KVBLOB_DRIVER_PATH adds plugin directories; KVBLOB_LOADER_DEBUG=1 traces each stage.");
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        // --help and --version exit 0; every other parse error is a usage error.
+        return app.exit(e) == 0 ? 0 : 2;
+    }
 
     kvblob::Options options;
     try {

@@ -24,7 +24,7 @@ kvblob::Options opts(const std::string &store, const std::string &mode, kvblob::
 
 }  // namespace
 
-TEST_CASE("blocking mode: final with access ended when put/get return; bytes round trip")
+TEST_CASE("blocking mode: final with access ended when put/get return, bytes round trip")
 {
     MemoryHarness h(opts(unique_store("blocking"), "blocking"));
     auto src = h.buffer(4096);
@@ -40,7 +40,7 @@ TEST_CASE("blocking mode: final with access ended when put/get return; bytes rou
     CHECK(dst.bytes == src.bytes);
 }
 
-TEST_CASE("background mode: workers complete; results arrive after the call returns")
+TEST_CASE("background mode: workers complete, results arrive after the call returns")
 {
     MemoryHarness h(opts(unique_store("bg"), "background", {{"workers", "3"}}));
     auto src = h.buffer(64 * 1024);
@@ -56,7 +56,7 @@ TEST_CASE("background mode: workers complete; results arrive after the call retu
     CHECK(dst.bytes == src.bytes);
 }
 
-TEST_CASE("controlled mode: each stage moves only when released; results and access apart (R-ACC-1)")
+TEST_CASE("controlled mode: each stage moves only when released, results and access apart (R-ACC-1)")
 {
     MemoryHarness h(opts(unique_store("ctl"), "controlled"));
     auto &hooks = h.hooks();
@@ -159,7 +159,7 @@ TEST_CASE("an object corrupted at rest is FAULT with the checksum message, never
     CHECK(h.hook(h.hooks().stage_corrupt, "absent") == KVBLOB_E_INVALID);
 }
 
-TEST_CASE("capacity: rows that do not fit are DECLINED; remove frees room")
+TEST_CASE("capacity: rows that do not fit are DECLINED, remove frees room")
 {
     MemoryHarness h(opts(unique_store("cap"), "blocking", {{"capacity", "10000"}}));
     auto src = h.buffer(3 * 4096, 3);
@@ -173,7 +173,7 @@ TEST_CASE("capacity: rows that do not fit are DECLINED; remove frees room")
     CHECK(h.one(OpKind::put, "cap/2", {make_span(src.handle(), 8192, 4096)}) == KVBLOB_ROW_READY);
 }
 
-TEST_CASE("drivers on one store name share objects; other names are isolated")
+TEST_CASE("drivers on one store name share objects, other names are isolated")
 {
     const auto name = unique_store("shared");
     MemoryHarness a(opts(name, "blocking")), b(opts(name, "background")), c(opts(unique_store("iso"), "blocking"));
@@ -254,7 +254,7 @@ TEST_CASE("unprovable access pins the region, fails drain at once, and is never 
     CHECK(std::chrono::steady_clock::now() - t0 < 1s);
 }
 
-TEST_CASE("gets: MISS leaves the destination untouched; a wrong-size object is FAULT (R-ROW-3, R-ROW-5)")
+TEST_CASE("gets: MISS leaves the destination untouched, and a wrong-size object is FAULT (R-ROW-3, R-ROW-5)")
 {
     MemoryHarness h(opts(unique_store("size"), "blocking"));
     auto src = h.buffer(8192, 0x11);
@@ -311,7 +311,7 @@ TEST_CASE("options: an unknown option or a bad value is refused, naming it (R-OP
     }
 }
 
-TEST_CASE("admission refusals change nothing (R-ADM-3..6, R-ADM-9); draining refuses (R-ADM-2)")
+TEST_CASE("admission refusals change nothing (R-ADM-3..6, R-ADM-9), and draining refuses (R-ADM-2)")
 {
     MemoryHarness h(opts(unique_store("adm"), "blocking", {{"max_rows", "4"}, {"max_key_bytes", "8"}}));
     auto buf = h.buffer(1024, 1);
