@@ -14,7 +14,8 @@ namespace {
 void log_trampoline(void *context, kvblob_log_level level, const char *message)
 {
     try {
-        static_cast<const DriverCore *>(context)->note(level, message ? message : "(null)");
+        const auto &sink = *static_cast<const LogSink *>(context);
+        if (sink) sink(level, message ? message : "(null)");
     } catch (...) {
     }
 }
@@ -65,16 +66,19 @@ CallError::CallError(kvblob_status status, std::string rule, const std::string &
 // ---- DriverCore -----------------------------------------------------------
 
 DriverCore::DriverCore(std::shared_ptr<Library> lib, const kvblob_plugin_t *t, std::string n, LogSink s)
-    : library(std::move(lib)), table(t), name(std::move(n)), sink(std::move(s))
+    : library(std::move(lib)), table(t), name(std::move(n)), services_(std::make_unique<Services>())
 {
-    services.struct_size = sizeof services;
-    services.context = this;
-    services.log = &log_trampoline;
+    services_->sink = std::move(s);
+    services_->table.struct_size = sizeof services_->table;
+    services_->table.context = &services_->sink;
+    services_->table.log = &log_trampoline;
 }
 
 DriverCore::~DriverCore()
 {
     if (handle) shutdown(default_shutdown_timeout);
+    // A driver still open may log through what it was lent at open: keep it.
+    if (handle) (void)services_.release();
 }
 
 void DriverCore::adopt(kvblob_driver_t *h, const kvblob_caps_t &c)
@@ -88,7 +92,7 @@ void DriverCore::adopt(kvblob_driver_t *h, const kvblob_caps_t &c)
 
 void DriverCore::note(kvblob_log_level level, const std::string &message) const
 {
-    if (sink) sink(level, message);
+    if (services_->sink) services_->sink(level, message);
 }
 
 void DriverCore::park(kvblob_op_t *op)

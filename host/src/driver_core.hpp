@@ -35,16 +35,24 @@ public:
     void pin(kvblob_region_t *region);
     kvblob_status shutdown(std::chrono::nanoseconds timeout);
 
+    // What the host lends the driver at open (kvblob_host_services_t and the
+    // log sink behind it). The ABI keeps it valid until close succeeds, so it
+    // lives on the heap: a driver that cannot be closed keeps it for good.
+    struct Services {
+        LogSink sink;
+        kvblob_host_services_t table{};
+    };
+    const kvblob_host_services_t *services() const { return &services_->table; }
+
     std::shared_ptr<Library> library;
     const kvblob_plugin_t *table;
     std::string name;
-    LogSink sink;
-    kvblob_host_services_t services{};
     kvblob_driver_t *handle = nullptr;
     kvblob_caps_t caps{};
     const kvblob_scenarios_t *scenarios = nullptr;
 
 private:
+    std::unique_ptr<Services> services_;
     std::mutex mu_;
     std::vector<kvblob_op_t *> parked_;
     std::vector<kvblob_region_t *> pinned_;

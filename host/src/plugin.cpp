@@ -290,7 +290,7 @@ Driver Plugin::open(const Options &options, LogSink log) const
     args.abi_version = abi_version_;
     args.options = raw.data();
     args.option_count = raw.size();
-    args.host = &core->services;
+    args.host = core->services();
     kvblob_caps_t caps{};
     caps.struct_size = sizeof caps;
     char err[1024] = {0};
