@@ -191,16 +191,26 @@ Operation &Operation::operator=(Operation &&o) noexcept
 }
 Operation::~Operation() { abandon(); }
 
+kvblob_status Operation::release()
+{
+    if (!handle_) return KVBLOB_E_INVALID;
+    kvblob_status st = core_->table->release(core_->handle, handle_);
+    if (st == KVBLOB_OK) handle_ = nullptr;
+    return st;
+}
+
 void Operation::abandon() noexcept
 {
     if (!handle_) return;
-    const auto &t = *core_->table;
-    if (t.release(core_->handle, handle_) != KVBLOB_OK) {
+    kvblob_status st = release();
+    if (st == KVBLOB_E_BUSY) {
         // Not final or access still open: stop what has not started and let
         // the driver object release it after its drain (R-OPS-1).
-        t.cancel(core_->handle, handle_);
-        if (t.release(core_->handle, handle_) != KVBLOB_OK) core_->park(handle_);
+        core_->table->cancel(core_->handle, handle_);
+        st = release();
     }
+    // Still busy, or unprovable (kept for good): the driver object holds it.
+    if (st == KVBLOB_E_BUSY || st == KVBLOB_E_UNPROVABLE) core_->park(handle_);
     handle_ = nullptr;
 }
 

@@ -71,7 +71,7 @@ TEST_CASE("controlled mode: each stage moves only when released, results and acc
     REQUIRE(hooks.advance(drv, op.handle(), KVBLOB_STAGE_TRANSFER_END) == KVBLOB_OK);
     CHECK_FALSE(op.is_final());
     CHECK(op.access() == KVBLOB_ACCESS_OPEN);
-    CHECK(h.driver().table().release(drv, op.handle()) == KVBLOB_E_BUSY);
+    CHECK(op.release() == KVBLOB_E_BUSY);
 
     SUBCASE("results final while access is still open")
     {
@@ -92,8 +92,8 @@ TEST_CASE("controlled mode: each stage moves only when released, results and acc
         REQUIRE(hooks.advance(drv, op.handle(), KVBLOB_STAGE_COMMIT) == KVBLOB_OK);
         CHECK(op.is_final());
     }
-    CHECK(h.driver().table().release(drv, op.handle()) == KVBLOB_OK);
-    op = kvblob::Operation();  // the handle is dead; nothing left to release
+    CHECK(op.release() == KVBLOB_OK);
+    CHECK(op.handle() == nullptr);
 }
 
 TEST_CASE("controlled mode: cancel before start makes every row CANCELLED and stores nothing (R-CAN-1)")
@@ -248,7 +248,7 @@ TEST_CASE("unprovable access pins the region, fails drain at once, and is never 
     CHECK(op.is_final());
     CHECK(op.access() == KVBLOB_ACCESS_UNPROVABLE);
     CHECK(region.unregister() == KVBLOB_E_UNPROVABLE);
-    CHECK(h.driver().table().release(h.driver().handle(), op.handle()) == KVBLOB_E_UNPROVABLE);
+    CHECK(op.release() == KVBLOB_E_UNPROVABLE);
     auto t0 = std::chrono::steady_clock::now();
     CHECK(h.driver().drain(10s) == KVBLOB_E_UNPROVABLE);
     CHECK(std::chrono::steady_clock::now() - t0 < 1s);
@@ -380,4 +380,25 @@ TEST_CASE("byte-exact round trips: 10,000 rows of 4 KiB, and 64 rows of 16 MiB")
         for (auto r : h.run(OpKind::get, get)) REQUIRE(r.result == KVBLOB_ROW_READY);
         CHECK(std::memcmp(src.bytes.data(), dst.bytes.data(), rows * size) == 0);
     }
+}
+
+TEST_CASE("as soon as a caller sees results final and access ended, release succeeds (R-OPS-1)")
+{
+    // Background workers publish the two answers; the caller spins on them
+    // and releases at once, which must never be refused.
+    MemoryHarness h(opts(unique_store("release"), "background", {{"workers", "2"}}));
+    auto buf = h.buffer(64, 1);
+    const auto &t = h.driver().table();
+    auto *drv = h.driver().handle();
+    int refused = 0;
+    for (int i = 0; i < 5000; ++i) {
+        Batch b;
+        b.row("r" + std::to_string(i % 64), {make_span(buf.handle(), 0, 64)});
+        auto op = h.submit(i % 2 ? OpKind::put : OpKind::get, b);
+        uint32_t fin = 0;
+        while (!(t.poll(drv, op.handle(), &fin) == KVBLOB_OK && fin && t.access(drv, op.handle()) == KVBLOB_ACCESS_ENDED)) {
+        }
+        if (op.release() != KVBLOB_OK) ++refused;
+    }
+    CHECK(refused == 0);
 }

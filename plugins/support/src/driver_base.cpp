@@ -227,7 +227,7 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
 kvblob_status DriverBase::poll(kvblob_op_t *handle, uint32_t *is_final)
 {
     if (!handle || !is_final) return KVBLOB_E_INVALID;
-    *is_final = as_op(handle)->final_.load(std::memory_order_acquire) ? 1u : 0u;
+    *is_final = (as_op(handle)->state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
     return KVBLOB_OK;
 }
 
@@ -264,14 +264,18 @@ uint32_t DriverBase::row_message(kvblob_op_t *handle, uint64_t row, char *buf, u
 
 kvblob_access DriverBase::access(kvblob_op_t *handle)
 {
-    return handle ? as_op(handle)->access.load(std::memory_order_acquire) : KVBLOB_ACCESS_OPEN;
+    if (!handle) return KVBLOB_ACCESS_OPEN;
+    const uint32_t state = as_op(handle)->state.load(std::memory_order_acquire);
+    return (state & Op::access_unprovable) ? KVBLOB_ACCESS_UNPROVABLE
+           : (state & Op::access_ended)    ? KVBLOB_ACCESS_ENDED
+                                           : KVBLOB_ACCESS_OPEN;
 }
 
 kvblob_status DriverBase::cancel(kvblob_op_t *handle)
 {
     if (!handle) return KVBLOB_E_INVALID;
     Op &op = *as_op(handle);
-    if (op.final_.load()) return KVBLOB_OK;
+    if (op.state.load() & Op::results_final) return KVBLOB_OK;
     op.cancel_requested.store(true);
     on_cancel(op);
     return KVBLOB_OK;
@@ -283,8 +287,9 @@ kvblob_status DriverBase::release(kvblob_op_t *handle)
     auto it = ops_.find(handle);
     if (it == ops_.end()) return KVBLOB_E_INVALID;
     Op &op = *it->second;
-    if (op.access.load() == KVBLOB_ACCESS_UNPROVABLE) return KVBLOB_E_UNPROVABLE;  // R-OPS-1
-    if (op.unsettled.load(std::memory_order_acquire) != 0) return KVBLOB_E_BUSY;
+    const uint32_t state = op.state.load(std::memory_order_acquire);
+    if (state & Op::access_unprovable) return KVBLOB_E_UNPROVABLE;  // R-OPS-1
+    if (state != (Op::results_final | Op::access_ended)) return KVBLOB_E_BUSY;
     ops_.erase(it);
     return KVBLOB_OK;
 }
@@ -309,35 +314,33 @@ void DriverBase::set_row(Op &op, size_t i, kvblob_row_result result, int32_t cod
     row.result.store(result, std::memory_order_release);
 }
 
-void DriverBase::settle(Op &op)
+void DriverBase::publish(Op &op, uint32_t bit)
 {
-    if (op.unsettled.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    constexpr uint32_t both = Op::results_final | Op::access_ended;
+    const uint32_t before = op.state.fetch_or(bit, std::memory_order_acq_rel);
+    // From here on op may be released and gone: only the driver's own state.
+    if (((before | bit) & both) == both && (before & both) != both) {
         in_flight_.fetch_sub(1);
         std::lock_guard lock(drain_mu_);
         drain_cv_.notify_all();
     }
 }
 
-void DriverBase::finish(Op &op)
-{
-    op.final_.store(true, std::memory_order_release);
-    settle(op);
-}
+void DriverBase::finish(Op &op) { publish(op, Op::results_final); }
 
 void DriverBase::end_access(Op &op)
 {
     if (op.unprovable) {
         for (Region *region : op.regions) region->pinned.store(true);
         any_unprovable_.store(true);
-        op.access.store(KVBLOB_ACCESS_UNPROVABLE, std::memory_order_release);
         log(KVBLOB_LOG_WARN, "an operation's access is unprovable: its regions stay registered for good");
+        op.state.fetch_or(Op::access_unprovable, std::memory_order_acq_rel);
         std::lock_guard lock(drain_mu_);
         drain_cv_.notify_all();
         return;
     }
     for (Region *region : op.regions) region->users.fetch_sub(1);
-    op.access.store(KVBLOB_ACCESS_ENDED, std::memory_order_release);
-    settle(op);
+    publish(op, Op::access_ended);
 }
 
 void DriverBase::cancel_unstarted(Op &op)

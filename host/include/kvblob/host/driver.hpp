@@ -85,6 +85,10 @@ public:
     std::vector<RowStatus> results() const;
     std::string message(uint64_t row) const;
     kvblob_status cancel() const;
+    // Releases the handle now (R-OPS-1): KVBLOB_OK once results are final and
+    // access ended, after which this object is empty; the driver's refusal
+    // otherwise, and the handle is kept.
+    kvblob_status release();
 
 private:
     friend class Driver;

@@ -63,15 +63,15 @@ struct Op : kvblob_op {
     std::vector<Row> rows;
     std::vector<Region *> regions;  // distinct regions named by the spans
     std::string hint;               // a copy of the hint's bytes (R-HNT-1)
-    std::atomic<bool> final_{false};
-    std::atomic<uint32_t> access{KVBLOB_ACCESS_OPEN};
+    // Both answers of the operation in one word, so that the executor's
+    // last touch of the operation is the one store that completes it: once a
+    // caller sees results final and access ended, release succeeds
+    // (R-OPS-1), and nothing of the driver's touches the operation after.
+    static constexpr uint32_t results_final = 1, access_ended = 2, access_unprovable = 4;
+    std::atomic<uint32_t> state{0};
     std::atomic<bool> cancel_requested{false};
     // Set before start() when this operation is to lose its access evidence.
     bool unprovable = false;
-    // Two halves left before the handle may be released: results final and
-    // access ended. The last one to finish drops it to zero; nothing touches
-    // the operation after that except its releaser.
-    std::atomic<int> unsettled{2};
 };
 
 class DriverBase : public kvblob_driver {
@@ -127,7 +127,9 @@ protected:
     void cancel_unstarted(Op &op);
 
 private:
-    void settle(Op &op);
+    // Publishes one answer's bit; the call that completes the pair counts
+    // the operation out of flight. Touches op only through the one fetch_or.
+    void publish(Op &op, uint32_t bit);
     std::string check_spans(const kvblob_row_t &row, uint64_t row_index, std::vector<SpanRef> &spans,
                             std::vector<Region *> &regions, uint64_t &total);
 
