@@ -1,7 +1,10 @@
 // What the check files share.
 #pragma once
 
+#include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -9,6 +12,46 @@
 #include "context.hpp"
 
 namespace kvblob::conformance {
+
+// Threads a check starts. An exception thrown in one of them (a failed
+// expect(), NotSupported) is carried back to the check's own thread by
+// join(), so it is reported as the check's FAIL with its rule rather than
+// terminating the process.
+class CheckThreads {
+public:
+    CheckThreads(int count, const std::function<void(int)> &body)
+    {
+        for (int t = 0; t < count; ++t)
+            threads_.emplace_back([this, body, t] {
+                try {
+                    body(t);
+                } catch (...) {
+                    std::lock_guard lock(mu_);
+                    if (!first_error_) first_error_ = std::current_exception();
+                }
+            });
+    }
+    CheckThreads(const CheckThreads &) = delete;
+    CheckThreads &operator=(const CheckThreads &) = delete;
+    ~CheckThreads() { wait(); }
+
+    // Joins every thread, then rethrows the first exception any of them threw.
+    void join()
+    {
+        wait();
+        if (first_error_) std::rethrow_exception(first_error_);
+    }
+
+private:
+    void wait()
+    {
+        for (auto &t : threads_)
+            if (t.joinable()) t.join();
+    }
+    std::vector<std::thread> threads_;
+    std::mutex mu_;
+    std::exception_ptr first_error_;
+};
 
 void add_data_checks(std::vector<Check> &out);
 void add_admission_checks(std::vector<Check> &out);

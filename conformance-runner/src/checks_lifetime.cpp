@@ -115,9 +115,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                        GuardedBuffer buf(4 * 4096);
                        auto r = c.reg(d, buf);
                        std::atomic<bool> stop{false};
-                       std::vector<std::thread> threads;
-                       for (int t = 0; t < 4; ++t)
-                           threads.emplace_back([&, t] {
+                       CheckThreads submitters(4, [&](int t) {
                                for (int i = 0; !stop; ++i) {
                                    Batch b;
                                    b.row(c.key(std::to_string(t) + "/" + std::to_string(i)),
@@ -129,7 +127,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                        std::this_thread::sleep_for(20ms);
                        auto st = d.table().drain(d.handle(), 10'000'000'000ull);
                        stop = true;
-                       for (auto &t : threads) t.join();
+                       submitters.join();
                        expect(st == KVBLOB_OK, "R-DRN-1", std::string("drain answered ") + kvblob_status_name(st));
                    }});
     out.push_back({"lifetime.close-order", {"R-CLS-1"}, Level::must, 0, {},
@@ -153,9 +151,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                    [](Context &c) {
                        auto d = c.open();
                        std::atomic<int> bad{0};
-                       std::vector<std::thread> threads;
-                       for (int t = 0; t < 8; ++t)
-                           threads.emplace_back([&, t] {
+                       CheckThreads(8, [&](int t) {
                                GuardedBuffer src(2048), dst(2048);
                                auto rs = c.reg(d, src), rd = c.reg(d, dst);
                                for (int i = 0; i < 200; ++i) {
@@ -167,8 +163,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                                        std::memcmp(src.data(), dst.data(), 2048) != 0)
                                        ++bad;
                                }
-                           });
-                       for (auto &t : threads) t.join();
+                           }).join();
                        expect(bad == 0, "R-CON-2", std::to_string(bad.load()) + " READY gets held wrong bytes");
                    }});
     out.push_back({"concurrency.two-drivers", {"R-CON-2"}, Level::must, 0, {},
