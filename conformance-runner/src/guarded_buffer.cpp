@@ -3,20 +3,55 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <thread>
 
 namespace kvblob::conformance {
 
 namespace {
+
+// Every live mapping, readable from a signal handler: slots are claimed with
+// a compare-and-swap on their start and emptied by storing zero.
+struct Mapping {
+    std::atomic<uintptr_t> start{0};
+    std::atomic<uintptr_t> end{0};
+};
+constexpr size_t max_mappings = 65536;
+Mapping mappings[max_mappings];
+
+void remember(uint8_t *map, size_t size)
+{
+    const auto start = reinterpret_cast<uintptr_t>(map);
+    for (auto &m : mappings) {
+        uintptr_t empty = 0;
+        if (m.start.compare_exchange_strong(empty, start)) {
+            m.end.store(start + size);
+            return;
+        }
+    }
+}
+
+void forget(uint8_t *map)
+{
+    const auto start = reinterpret_cast<uintptr_t>(map);
+    for (auto &m : mappings)
+        if (m.start.load() == start) {
+            m.end.store(0);
+            m.start.store(0);
+            return;
+        }
+}
+
 constexpr uint8_t canary_byte = 0xC5;
 constexpr size_t canary_min = 64;
 size_t page() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 }  // namespace
 
-GuardedBuffer::GuardedBuffer(size_t size) : size_(size)
+GuardedBuffer::GuardedBuffer(size_t size) : size_(size), exceptions_at_birth_(std::uncaught_exceptions())
 {
     const size_t p = page();
     usable_size_ = (size + canary_min + p - 1) / p * p;
@@ -29,11 +64,26 @@ GuardedBuffer::GuardedBuffer(size_t size) : size_(size)
     usable_ = map_ + p;
     data_ = usable_ + usable_size_ - size_;  // the last byte touches the guard page
     std::memset(usable_, canary_byte, usable_size_ - size_);
+    remember(map_, map_size_);
+}
+
+bool is_guarded_address(const void *addr)
+{
+    const auto a = reinterpret_cast<uintptr_t>(addr);
+    for (const auto &m : mappings) {
+        const uintptr_t start = m.start.load(std::memory_order_relaxed);
+        if (start && a >= start && a < m.end.load(std::memory_order_relaxed)) return true;
+    }
+    return false;
 }
 
 GuardedBuffer::~GuardedBuffer()
 {
-    if (map_ && !leaked_) munmap(map_, map_size_);
+    if (std::uncaught_exceptions() > exceptions_at_birth_) leaked_ = true;
+    if (map_ && !leaked_) {
+        forget(map_);
+        munmap(map_, map_size_);
+    }
 }
 
 bool GuardedBuffer::canary_intact() const

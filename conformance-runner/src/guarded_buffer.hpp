@@ -14,6 +14,9 @@ public:
     explicit GuardedBuffer(size_t size);
     GuardedBuffer(const GuardedBuffer &) = delete;
     GuardedBuffer &operator=(const GuardedBuffer &) = delete;
+    // Unmaps, unless the check is failing (an exception is unwinding past
+    // it): then an operation the driver admitted may still be using the
+    // memory, and it stays mapped for the life of the process.
     ~GuardedBuffer();
 
     uint8_t *data() const { return data_; }
@@ -34,6 +37,11 @@ private:
     uint8_t *data_ = nullptr;
     size_t size_ = 0;
     bool leaked_ = false;
+    int exceptions_at_birth_ = 0;
 };
+
+// Whether addr lies in the mapping of a live GuardedBuffer (its guard pages
+// included). Async-signal-safe: the fault handler asks it.
+bool is_guarded_address(const void *addr);
 
 }  // namespace kvblob::conformance

@@ -1,5 +1,7 @@
 #include "isolation.hpp"
 
+#include "guarded_buffer.hpp"
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -40,6 +42,46 @@ std::string last_lines(const std::string &text, int lines)
     return text.substr(newline + 1, end - newline - 1);
 }
 
+// Where the child writes its result; the fault handler writes there too.
+int result_fd = -1;
+
+void append_hex(char *&out, uintptr_t v)
+{
+    *out++ = '0';
+    *out++ = 'x';
+    for (int shift = 60; shift >= 0; shift -= 4) *out++ = "0123456789abcdef"[(v >> shift) & 0xF];
+}
+
+// A fault inside guarded memory is the driver touching a guard page, or a
+// span after it said access ended: a FAIL of R-REG-3, not a crash. Any
+// other fault falls through to the default action (CRASH).
+void on_fault(int sig, siginfo_t *info, void *)
+{
+    if (result_fd >= 0 && is_guarded_address(info->si_addr)) {
+        char msg[256];
+        char *out = msg;
+        const char head[] = "FAIL\n[R-REG-3] the driver touched guarded memory at ";
+        for (const char *p = head; *p; ++p) *out++ = *p;
+        append_hex(out, reinterpret_cast<uintptr_t>(info->si_addr));
+        const char tail[] = " (a guard page beside a span, or a span after its access ended)";
+        for (const char *p = tail; *p; ++p) *out++ = *p;
+        (void)!write(result_fd, msg, static_cast<size_t>(out - msg));
+        _exit(0);
+    }
+    signal(sig, SIG_DFL);  // returning re-runs the access, which now crashes
+}
+
+void report_guarded_faults(int fd)
+{
+    result_fd = fd;
+    struct sigaction sa {};
+    sa.sa_sigaction = &on_fault;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, nullptr);
+    sigaction(SIGBUS, &sa, nullptr);
+}
+
 }  // namespace
 
 Outcome run_isolated(const std::function<Outcome()> &body, unsigned timeout_s, bool isolate)
@@ -54,6 +96,7 @@ Outcome run_isolated(const std::function<Outcome()> &body, unsigned timeout_s, b
         close(result_pipe[0]);
         close(err_pipe[0]);
         dup2(err_pipe[1], STDERR_FILENO);
+        report_guarded_faults(result_pipe[1]);
         Outcome o = body();
         std::string wire = std::string(to_string(o.status)) + "\n" + o.message;
         (void)!write(result_pipe[1], wire.data(), wire.size());
