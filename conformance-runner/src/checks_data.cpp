@@ -50,16 +50,16 @@ void round_trip(Context &c, size_t rows, size_t size, size_t regions)
 
 void add_data_checks(std::vector<Check> &out)
 {
-    out.push_back({"data.round-trip.one-row", {"R-ROW-1"}, Level::must, 0, {},
+    out.push_back({"data.round-trip.one-row", {"R-ROW-1", "R-ROW-6"}, Level::must, 0, {},
                    "one row of 4 KiB put and got back byte for byte",
                    [](Context &c) { round_trip(c, 1, 4096, 1); }});
-    out.push_back({"data.round-trip.many-rows", {"R-ROW-1"}, Level::must, 0, {},
+    out.push_back({"data.round-trip.many-rows", {"R-ROW-1", "R-ROW-6"}, Level::must, 0, {},
                    "256 rows of 4 KiB in one operation",
                    [](Context &c) { round_trip(c, 256, 4096, 1); }});
-    out.push_back({"data.round-trip.many-regions", {"R-ROW-1", "R-REG-1"}, Level::must, 0, {},
+    out.push_back({"data.round-trip.many-regions", {"R-ROW-1", "R-ROW-6", "R-REG-1"}, Level::must, 0, {},
                    "64 rows spread over 8 regions",
                    [](Context &c) { round_trip(c, 64, 8192, 8); }});
-    out.push_back({"data.round-trip.large-rows", {"R-ROW-1"}, Level::must, 0, {},
+    out.push_back({"data.round-trip.large-rows", {"R-ROW-1", "R-ROW-6"}, Level::must, 0, {},
                    "4 rows of 16 MiB",
                    [](Context &c) { round_trip(c, 4, 16u << 20, 2); }});
     out.push_back({"data.round-trip.batch-10000", {"R-ROW-1", "R-ADM-10"}, Level::must, 0, {},

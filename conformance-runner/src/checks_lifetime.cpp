@@ -108,27 +108,56 @@ void add_lifetime_checks(std::vector<Check> &out)
                                       "row " + std::to_string(i) + " is " + kvblob_row_result_name(res[i].result));
                        }
                    }});
-    out.push_back({"lifetime.drain-concurrent", {"R-DRN-1", "R-DRN-3"}, Level::must, 0, {},
+    out.push_back({"lifetime.drain-concurrent", {"R-DRN-1", "R-DRN-3", "R-ADM-2"}, Level::must, 0, {},
                    "drain while other threads submit: waits for them, then refuses new work",
                    [](Context &c) {
                        auto d = c.open();
-                       GuardedBuffer buf(4 * 4096);
+                       // Rows large enough that work is still queued when drain is called.
+                       constexpr uint64_t row = 64 * 1024;
+                       GuardedBuffer buf(4 * row);
                        auto r = c.reg(d, buf);
-                       std::atomic<bool> stop{false};
+                       std::atomic<bool> stop{false}, drained{false};
+                       std::atomic<int> admitted_after_drain{0};
+                       std::mutex mu;
+                       std::vector<kvblob_op_t *> admitted;
                        CheckThreads submitters(4, [&](int t) {
-                               for (int i = 0; !stop; ++i) {
-                                   Batch b;
-                                   b.row(c.key(std::to_string(t) + "/" + std::to_string(i)),
-                                         {make_span(r, t * 4096, 4096)});
-                                   kvblob_status st;
-                                   if (!c.submit(d, OpKind::put, b, &st)) break;
+                           for (int i = 0; !stop; ++i) {
+                               const bool after_drain = drained.load();
+                               Batch b;
+                               b.row(c.key(std::to_string(t) + "/" + std::to_string(i)), {make_span(r, t * row, row)});
+                               kvblob_status st;
+                               kvblob_op_t *op = c.submit(d, OpKind::put, b, &st);
+                               if (!op) {
+                                   if (after_drain) break;
+                                   std::this_thread::sleep_for(100us);  // the in-flight limit: keep the load on
+                                   continue;
                                }
-                           });
+                               if (after_drain) ++admitted_after_drain;
+                               std::lock_guard lock(mu);
+                               admitted.push_back(op);
+                           }
+                       });
                        std::this_thread::sleep_for(20ms);
                        auto st = d.table().drain(d.handle(), 10'000'000'000ull);
+                       drained = true;
+                       // Read at once: a drain that returned OK has nothing left in flight.
+                       size_t unsettled = 0;
+                       {
+                           std::lock_guard lock(mu);
+                           for (auto *op : admitted) {
+                               uint32_t fin = 0;
+                               d.table().poll(d.handle(), op, &fin);
+                               if (!fin || d.table().access(d.handle(), op) != KVBLOB_ACCESS_ENDED) ++unsettled;
+                           }
+                       }
                        stop = true;
                        submitters.join();
                        expect(st == KVBLOB_OK, "R-DRN-1", std::string("drain answered ") + kvblob_status_name(st));
+                       expect(unsettled == 0, "R-DRN-1",
+                              "drain returned OK while " + std::to_string(unsettled) +
+                                  " admitted operation(s) were not final with access ended");
+                       expect(admitted_after_drain == 0, "R-ADM-2",
+                              std::to_string(admitted_after_drain.load()) + " operation(s) admitted after drain returned");
                    }});
     out.push_back({"lifetime.close-order", {"R-CLS-1"}, Level::must, 0, {},
                    "close is refused before drain and while a region is registered",
@@ -136,9 +165,10 @@ void add_lifetime_checks(std::vector<Check> &out)
                        // Leaked on purpose: once closed, the handle is dead and no
                        // destructor may touch it again.
                        auto &d = *new Driver(c.open());
+                       expect(d.table().close(d.handle()) != KVBLOB_OK, "R-CLS-1",
+                              "close succeeded before drain (no region registered)");
                        GuardedBuffer buf(64);
                        auto r = c.reg(d, buf);
-                       expect(d.table().close(d.handle()) != KVBLOB_OK, "R-CLS-1", "close succeeded before drain");
                        expect(d.table().drain(d.handle(), 5'000'000'000ull) == KVBLOB_OK, "R-DRN-1", "drain failed");
                        expect(d.table().close(d.handle()) != KVBLOB_OK, "R-CLS-1",
                               "close succeeded with a region registered");
@@ -150,21 +180,25 @@ void add_lifetime_checks(std::vector<Check> &out)
                    "8 threads put and get equal and distinct keys; no READY get holds wrong bytes",
                    [](Context &c) {
                        auto d = c.open();
-                       std::atomic<int> bad{0};
+                       std::atomic<int> torn{0}, other{0};
                        CheckThreads(8, [&](int t) {
-                               GuardedBuffer src(2048), dst(2048);
-                               auto rs = c.reg(d, src), rd = c.reg(d, dst);
-                               for (int i = 0; i < 200; ++i) {
-                                   const int key = (i % 2) ? i % 8 : 100 * (t + 1) + i;
-                                   fill_pattern(src.data(), 2048, key);
-                                   c.run_one(d, OpKind::put, c.key(std::to_string(key)), {make_span(rs, 0, 2048)});
-                                   if (c.run_one(d, OpKind::get, c.key(std::to_string(key)), {make_span(rd, 0, 2048)}) ==
-                                           KVBLOB_ROW_READY &&
-                                       std::memcmp(src.data(), dst.data(), 2048) != 0)
-                                       ++bad;
-                               }
-                           }).join();
-                       expect(bad == 0, "R-CON-2", std::to_string(bad.load()) + " READY gets held wrong bytes");
+                           GuardedBuffer src(2048), dst(2048);
+                           auto rs = c.reg(d, src), rd = c.reg(d, dst);
+                           for (int i = 0; i < 200; ++i) {
+                               const int key = (i % 2) ? i % 8 : 100 * (t + 1) + i;
+                               fill_pattern(src.data(), 2048, key);
+                               auto put = c.run_one(d, OpKind::put, c.key(std::to_string(key)), {make_span(rs, 0, 2048)});
+                               if (put != KVBLOB_ROW_READY && put != KVBLOB_ROW_NOT_READY) ++other;
+                               auto get = c.run_one(d, OpKind::get, c.key(std::to_string(key)), {make_span(rd, 0, 2048)});
+                               if (get == KVBLOB_ROW_READY && std::memcmp(src.data(), dst.data(), 2048) != 0) ++torn;
+                               // A reader racing a writer sees the whole object, NOT_READY or MISS.
+                               if (get != KVBLOB_ROW_READY && get != KVBLOB_ROW_NOT_READY && get != KVBLOB_ROW_MISS) ++other;
+                           }
+                       }).join();
+                       expect(torn == 0, "R-CON-2", std::to_string(torn.load()) + " READY gets held wrong bytes");
+                       expect(other == 0, "R-CON-2",
+                              std::to_string(other.load()) + " puts or gets racing on a key answered neither READY, "
+                                                             "NOT_READY nor MISS");
                    }});
     out.push_back({"concurrency.two-drivers", {"R-CON-2"}, Level::must, 0, {},
                    "two drivers on one store: what one puts the other gets, whole",
