@@ -1,11 +1,14 @@
 #include "memory_driver.hpp"
 
+#include <kvblob/support/breakage.hpp>
 #include <kvblob/support/crc32c.hpp>
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
 #include <kvblob/support/trailer.hpp>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 namespace kvblob::memory {
 
@@ -41,9 +44,15 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     caps.max_object_bytes = o.bytes("max_object_bytes");
     if (caps.max_object_bytes == 0) throw support::OptionError("option 'max_object_bytes' must be positive");
     caps.max_ops_in_flight = positive(o, "max_ops_in_flight");
-    caps.flags = KVBLOB_CAP_HINTS | KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
+    caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
+    if (o.flag("hints")) caps.flags |= KVBLOB_CAP_HINTS;
     if (caps.max_spans_per_row > 1) caps.flags |= KVBLOB_CAP_MULTI_SPAN;
-    auto store = Store::named(o.text("store"), o.bytes("capacity"));
+    std::string store_name = o.text("store");
+    if (KVBLOB_BREAKS("concurrency.two-drivers")) {
+        static std::atomic<int> opened{0};
+        store_name += "#private-" + std::to_string(opened++);  // same options, different store
+    }
+    auto store = Store::named(store_name, o.bytes("capacity"));
     return std::unique_ptr<MemoryDriver>(
         new MemoryDriver(caps, args.host, std::move(store), mode, static_cast<unsigned>(workers)));
 }
@@ -130,17 +139,30 @@ void MemoryDriver::stop()
 
 void MemoryDriver::run(MemoryOp &op)
 {
+    const uint8_t *late_touch = nullptr;
+    if (KVBLOB_BREAKS("lifetime.access-ended.untouched") && op.kind == OpKind::put && !op.rows[0].spans.empty())
+        late_touch = op.rows[0].spans[0].data;
     transfer(op);
     commit(op);
     end_access(op);
     finish(op);  // the last touch: op may be released from here on
+    if (late_touch) {
+        // Reads the caller's memory well after saying access ended.
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        [[maybe_unused]] volatile uint8_t byte = *late_touch;
+    }
 }
 
 void MemoryDriver::transfer(MemoryOp &op)
 {
+    // The broken build for R-CAN-1 stores rows it reports CANCELLED.
+    const bool store_cancelled = KVBLOB_BREAKS("lifetime.cancel") && op.kind == OpKind::put;
     for (size_t i = 0; i < op.rows.size(); ++i) {
-        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) continue;  // cancelled
-        if (!op.rows[i].started.load() && !begin_row(op, i)) continue;
+        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING ||  // cancelled
+            (!op.rows[i].started.load() && !begin_row(op, i))) {
+            if (store_cancelled) transfer_put(op, i);
+            continue;
+        }
         switch (op.kind) {
         case OpKind::put: transfer_put(op, i); break;
         case OpKind::get: transfer_get(op, i); break;
@@ -155,14 +177,25 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     const auto &row = op.rows[i];
     auto &out = op.outcomes[i];
     if (pool_full_.load()) {
-        out = {KVBLOB_ROW_DECLINED, 0, "the pool is full (staged)", nullptr};
+        out = {KVBLOB_BREAKS("scenario.full-pool") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_DECLINED, 0,
+               "the pool is full (staged)", nullptr};
         return;
     }
-    const uint64_t bytes = row.total + trailer_size;
-    switch (store_->reserve(row.key, bytes)) {
+    size_t span_count = row.spans.size();
+    uint64_t total = row.total;
+    if (KVBLOB_BREAKS("data.round-trip.multi-span") && span_count > 1) {
+        span_count = 1;  // stores the first span alone
+        total = row.spans[0].length;
+    }
+    const uint64_t bytes = total + trailer_size;
+    auto reservation = store_->reserve(row.key, bytes);
+    if (KVBLOB_BREAKS("data.put-existing.unchanged") && reservation == Store::Reservation::exists)
+        reservation = Store::Reservation::reserved;  // rewrites what is stored
+    switch (reservation) {
     case Store::Reservation::exists: out = {KVBLOB_ROW_READY, 0, "already stored; left as it was", nullptr}; return;
     case Store::Reservation::writing:
-        out = {KVBLOB_ROW_NOT_READY, 0, "another writer holds this key uncommitted", nullptr};
+        out = {KVBLOB_BREAKS("scenario.foreign-writer") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_NOT_READY, 0,
+               "another writer holds this key uncommitted", nullptr};
         return;
     case Store::Reservation::full:
         out = {KVBLOB_ROW_DECLINED, 0,
@@ -172,13 +205,17 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     }
     // One pass over the caller's bytes: copy and checksum together.
     auto object = std::make_shared<std::vector<uint8_t>>(bytes);
+    if (KVBLOB_BREAKS("concurrency.threads")) {
+        store_->commit(row.key, object);  // readers see the object before it is written
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     uint8_t *dst = object->data();
     uint32_t crc = 0;
-    for (const auto &span : row.spans) {
-        crc = crc32c_copy(crc, dst, span.data, span.length);
-        dst += span.length;
+    for (size_t s = 0; s < span_count; ++s) {
+        crc = crc32c_copy(crc, dst, row.spans[s].data, row.spans[s].length);
+        dst += row.spans[s].length;
     }
-    support::write_trailer(dst, row.key, row.total, crc);
+    support::write_trailer(dst, row.key, total, crc);
     out = {KVBLOB_ROW_READY, 0, {}, std::move(object)};
 }
 
@@ -189,17 +226,25 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
     if (keys_staged_.load(std::memory_order_acquire)) {
         std::lock_guard lock(hooks_mu_);
         if (failing_reads_.count(row.key)) {
-            out = {KVBLOB_ROW_FAULT, 5, "the store failed to read this object (staged)", nullptr};
+            out = {KVBLOB_BREAKS("scenario.failing-read") ? KVBLOB_ROW_MISS : KVBLOB_ROW_FAULT, 5,
+                   "the store failed to read this object (staged)", nullptr};
             return;
         }
     }
     auto found = store_->find(row.key);
     if (found.state == Store::State::absent) {
+        if (KVBLOB_BREAKS("data.miss.untouched"))
+            for (const auto &span : row.spans) std::memset(span.data, 0, span.length);
+        if (KVBLOB_BREAKS("data.absent-is-miss")) {
+            out = {KVBLOB_ROW_FAULT, 404, "not found", nullptr};  // absence reported as a failure
+            return;
+        }
         out = {KVBLOB_ROW_MISS, 0, {}, nullptr};  // destination untouched (R-ROW-3)
         return;
     }
     if (found.state == Store::State::writing) {
-        out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr};
+        out = {KVBLOB_BREAKS("scenario.foreign-writer") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_NOT_READY, 0,
+               "the object is being written", nullptr};
         return;
     }
     const auto &object = *found.object;
@@ -210,6 +255,11 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
         out = {KVBLOB_ROW_FAULT, static_cast<int32_t>(fault), support::to_string(fault), nullptr};
         return;
     }
+    if (payload != row.total && KVBLOB_BREAKS("data.wrong-size.fault")) {
+        std::memcpy(row.spans[0].data, object.data(), std::min(payload, row.spans[0].length));
+        out = {KVBLOB_ROW_READY, 0, {}, nullptr};  // whatever fitted, called READY
+        return;
+    }
     if (payload != row.total) {
         // R-ROW-5: refused before writing a byte, whichever way it differs.
         out = {KVBLOB_ROW_FAULT, 100,
@@ -218,13 +268,22 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
                nullptr};
         return;
     }
+    const bool skip_copy = KVBLOB_BREAKS("data.round-trip.many-regions") && op.regions.size() > 1 &&
+                           i >= op.rows.size() / 2;
+    const bool half_copy = KVBLOB_BREAKS("data.round-trip.large-rows") && row.total >= (16u << 20);
     const uint8_t *src = object.data();
     uint32_t crc = 0;
-    for (const auto &span : row.spans) {
-        crc = crc32c_copy(crc, span.data, src, span.length);
-        src += span.length;
+    if (skip_copy || half_copy) {
+        // Verifies the stored bytes but delivers none, or half of them.
+        crc = crc32c(0, src, payload);
+        if (half_copy) std::memcpy(row.spans[0].data, src, row.spans[0].length / 2);
+    } else {
+        for (const auto &span : row.spans) {
+            crc = crc32c_copy(crc, span.data, src, span.length);
+            src += span.length;
+        }
     }
-    if (crc != recorded) {
+    if (crc != recorded && !KVBLOB_BREAKS("data.corrupt.never-ready")) {
         // R-ROW-6: the bytes were written, but they are never called READY.
         out = {KVBLOB_ROW_FAULT, static_cast<int32_t>(support::TrailerFault::bad_checksum),
                support::to_string(support::TrailerFault::bad_checksum), nullptr};
@@ -246,6 +305,10 @@ void MemoryDriver::transfer_probe(MemoryOp &op, size_t i)
 void MemoryDriver::transfer_remove(MemoryOp &op, size_t i)
 {
     auto &out = op.outcomes[i];
+    if (KVBLOB_BREAKS("remove.then-miss") && store_->find(op.rows[i].key).state == Store::State::complete) {
+        out = {KVBLOB_ROW_READY, 0, {}, nullptr};  // says removed, removes nothing
+        return;
+    }
     switch (store_->remove(op.rows[i].key)) {
     case Store::Removal::removed: out = {KVBLOB_ROW_READY, 0, {}, nullptr}; break;
     case Store::Removal::absent: out = {KVBLOB_ROW_MISS, 0, {}, nullptr}; break;
@@ -257,8 +320,16 @@ void MemoryDriver::commit(MemoryOp &op)
 {
     for (size_t i = 0; i < op.rows.size(); ++i) {
         auto &out = op.outcomes[i];
-        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) continue;  // cancelled before it started
+        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) {  // cancelled before it started
+            if (KVBLOB_BREAKS("lifetime.cancel") && out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
+            continue;
+        }
         if (out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
+        if (op.kind == OpKind::get && KVBLOB_BREAKS("data.round-trip.one-row") && op.rows.size() == 1)
+            out.result = 99;  // not a result at all
+        if (op.kind == OpKind::get && KVBLOB_BREAKS("data.round-trip.many-rows") && op.rows.size() >= 100 &&
+            i + 1 == op.rows.size())
+            continue;  // the last row never gets its result
         set_row(op, i, out.result, out.code, std::move(out.message));
     }
 }

@@ -55,6 +55,8 @@ extern const kvblob_option_desc_t memory_options[] = {
            "blocking: final on return; background: worker threads complete operations; controlled: stages "
            "advance only through the scenario hooks (tests)."),
     option(KVBLOB_OPTION_INT, "workers", "2", nullptr, "Worker threads in background mode."),
+    option(KVBLOB_OPTION_BOOL, "hints", "true", nullptr,
+           "Declare the hints capability (a copy of each hint is kept with its operation)."),
     option(KVBLOB_OPTION_INT, "max_rows", "65536", nullptr, "Most rows per operation."),
     option(KVBLOB_OPTION_INT, "max_spans", "64", nullptr, "Most spans per row (1 turns multi_span off)."),
     option(KVBLOB_OPTION_INT, "max_key_bytes", "1024", nullptr, "Longest key, in bytes."),

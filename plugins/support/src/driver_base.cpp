@@ -1,5 +1,7 @@
 #include "kvblob/support/driver_base.hpp"
 
+#include "kvblob/support/breakage.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -71,7 +73,8 @@ kvblob_status DriverBase::register_region(const kvblob_region_desc_t *desc, kvbl
         why = "[R-REG-1] a region needs a base address and a positive size";
         return KVBLOB_E_REJECTED;
     }
-    if (desc->kind == KVBLOB_MEMORY_DEVICE && !(caps_.flags & KVBLOB_CAP_DEVICE_MEMORY)) {
+    if (desc->kind == KVBLOB_MEMORY_DEVICE && !(caps_.flags & KVBLOB_CAP_DEVICE_MEMORY) &&
+        !KVBLOB_BREAKS("admission.device-refused")) {
         why = "[R-ADM-8] DEVICE memory, but this driver does not declare device_memory";
         return KVBLOB_E_REJECTED;
     }
@@ -100,8 +103,9 @@ kvblob_status DriverBase::unregister_region(kvblob_region_t *handle)
     std::unique_lock lock(regions_mu_);
     auto it = regions_.find(handle);
     if (it == regions_.end()) return KVBLOB_E_INVALID;
-    if (it->second->pinned) return KVBLOB_E_UNPROVABLE;  // R-REG-2
-    if (it->second->users.load() != 0) return KVBLOB_E_BUSY;  // R-REG-1
+    if (it->second->pinned) return KVBLOB_BREAKS("lifetime.unprovable-pins") ? KVBLOB_OK : KVBLOB_E_UNPROVABLE;  // R-REG-2
+    if (it->second->users.load() != 0) return KVBLOB_BREAKS("lifetime.unregister-busy") ? KVBLOB_OK : KVBLOB_E_BUSY;  // R-REG-1
+    if (KVBLOB_BREAKS("admission.unregistered-region")) return KVBLOB_OK;  // says gone, stays usable
     regions_.erase(it);
     return KVBLOB_OK;
 }
@@ -113,7 +117,7 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, std::ve
 {
     const std::string where = "row " + std::to_string(r);
     if (row.span_count == 0 || !row.spans) return "[R-ADM-5] " + where + " has no span";
-    if (row.span_count > caps_.max_spans_per_row)
+    if (row.span_count > caps_.max_spans_per_row && !KVBLOB_BREAKS("admission.too-many-spans"))
         return "[R-ADM-5] " + where + " has " + std::to_string(row.span_count) + " spans, more than " +
                std::to_string(caps_.max_spans_per_row);
     for (uint32_t s = 0; s < row.span_count; ++s) {
@@ -123,7 +127,15 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, std::ve
         auto it = regions_.find(span.region);
         if (it == regions_.end()) return "[R-ADM-6] " + what + " names a region that is not registered";
         Region &region = *it->second;
-        if (span.length == 0) return "[R-ADM-6] " + what + " has zero length";
+        if (span.length == 0 && !KVBLOB_BREAKS("admission.zero-length-span"))
+            return "[R-ADM-6] " + what + " has zero length";
+        if (KVBLOB_BREAKS("admission.span-outside") && span.offset < region.size &&
+            span.length > region.size - span.offset) {
+            // Admits the span and quietly moves only the part inside the region.
+            spans.push_back({region.base + span.offset, region.size - span.offset});
+            total += region.size - span.offset;
+            continue;
+        }
         if (span.offset > region.size || span.length > region.size - span.offset)
             return "[R-ADM-6] " + what + " [" + std::to_string(span.offset) + ", +" + std::to_string(span.length) +
                    ") is outside its region of " + std::to_string(region.size) + " bytes";
@@ -131,7 +143,7 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, std::ve
         total += span.length;
         if (std::find(regions.begin(), regions.end(), &region) == regions.end()) regions.push_back(&region);
     }
-    if (total > caps_.max_object_bytes)
+    if (total > caps_.max_object_bytes && !KVBLOB_BREAKS("admission.object-too-large"))
         return "[R-ADM-5] " + where + " is " + std::to_string(total) + " bytes, over the object limit of " +
                std::to_string(caps_.max_object_bytes);
     return {};
@@ -145,20 +157,24 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
         why = "NULL or undersized batch";
         return KVBLOB_E_INVALID;
     }
-    if (draining_) {
+    if (draining_ && !KVBLOB_BREAKS("admission.draining")) {
         why = "[R-ADM-2] the driver is draining or closed";
         return KVBLOB_E_CLOSED;
     }
-    if (batch->row_count == 0 || !batch->rows) {
+    if ((batch->row_count == 0 || !batch->rows) && !KVBLOB_BREAKS("admission.no-rows")) {
         why = "[R-ADM-3] an operation needs at least one row";
         return KVBLOB_E_REJECTED;
     }
-    if (batch->row_count > caps_.max_rows_per_op) {
+    if (batch->row_count > caps_.max_rows_per_op && !KVBLOB_BREAKS("admission.too-many-rows")) {
         why = "[R-ADM-3] " + std::to_string(batch->row_count) + " rows, more than the limit of " +
               std::to_string(caps_.max_rows_per_op);
         return KVBLOB_E_REJECTED;
     }
-    if (batch->hint && !(caps_.flags & KVBLOB_CAP_HINTS)) {
+    if (KVBLOB_BREAKS("data.round-trip.batch-10000") && batch->row_count > 5000) {
+        why = "more than 5000 rows";
+        return KVBLOB_E_REJECTED;
+    }
+    if (batch->hint && !(caps_.flags & KVBLOB_CAP_HINTS) && !KVBLOB_BREAKS("admission.hint-gated")) {
         why = "[R-ADM-7] a hint, but this driver does not declare hints";
         return KVBLOB_E_REJECTED;
     }
@@ -179,18 +195,22 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
             why = where + " has a bad struct_size";
             return KVBLOB_E_INVALID;
         }
-        if (row.key_len == 0 || !row.key) {
+        if ((row.key_len == 0 || !row.key) && !KVBLOB_BREAKS("admission.empty-key")) {
             why = "[R-ADM-4] " + where + " has an empty key";
             return KVBLOB_E_REJECTED;
         }
-        if (row.key_len > caps_.max_key_bytes) {
+        if (row.key_len > caps_.max_key_bytes && !KVBLOB_BREAKS("admission.long-key")) {
             why = "[R-ADM-4] " + where + " has a key of " + std::to_string(row.key_len) + " bytes, over " +
                   std::to_string(caps_.max_key_bytes);
             return KVBLOB_E_REJECTED;
         }
         Row &dst = op->rows[r];
         dst.key.assign(reinterpret_cast<const char *>(row.key), row.key_len);
-        if (!keys.insert(dst.key).second) {
+        if (KVBLOB_BREAKS("admission.converse") && row.key_len == caps_.max_key_bytes) {
+            why = "[R-ADM-4] " + where + " has a key at the limit";  // off by one
+            return KVBLOB_E_REJECTED;
+        }
+        if (!keys.insert(dst.key).second && !KVBLOB_BREAKS("admission.duplicate-key")) {
             why = "[R-ADM-4] " + where + " repeats a key of this operation";
             return KVBLOB_E_REJECTED;
         }
@@ -239,6 +259,10 @@ kvblob_status DriverBase::results(kvblob_op_t *handle, uint64_t first, uint64_t 
     for (uint64_t i = 0; i < count; ++i) {
         const Row &row = op.rows[first + i];
         int32_t result = row.result.load(std::memory_order_acquire);
+        if (KVBLOB_BREAKS("data.results.stable") && result == KVBLOB_ROW_READY) {
+            static std::atomic<uint64_t> reads{0};
+            if (reads++ > 0) result = KVBLOB_ROW_DECLINED;  // a final result that changes when read again
+        }
         out[i].result = result;
         out[i].driver_code = result == KVBLOB_ROW_PENDING ? 0 : row.code;
         out[i].reserved = 0;
@@ -357,6 +381,11 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
 {
     draining_.store(true);
     if (any_unprovable_.load()) return KVBLOB_E_UNPROVABLE;  // R-DRN-2
+    if (KVBLOB_BREAKS("lifetime.drain-concurrent")) {
+        drained_ok_.store(true);  // claims done without waiting for anything
+        return KVBLOB_OK;
+    }
+    if (KVBLOB_BREAKS("concurrency.held-get")) timeout_ns = std::max<uint64_t>(timeout_ns, 5'000'000'000ull);
     std::unique_lock lock(drain_mu_);
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::nanoseconds(std::min<uint64_t>(timeout_ns, uint64_t(1) << 62));
@@ -371,7 +400,7 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
 
 kvblob_status DriverBase::can_close()
 {
-    if (!drained_ok_.load()) return KVBLOB_E_BUSY;  // R-CLS-1
+    if (!drained_ok_.load() && !KVBLOB_BREAKS("lifetime.close-order")) return KVBLOB_E_BUSY;  // R-CLS-1
     {
         std::shared_lock lock(regions_mu_);
         if (!regions_.empty()) return KVBLOB_E_BUSY;

@@ -1,5 +1,7 @@
 #include "kvblob/support/options.hpp"
 
+#include "kvblob/support/breakage.hpp"
+
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
@@ -86,7 +88,10 @@ ParsedOptions::ParsedOptions(const kvblob_option_desc_t *table, uint64_t n, cons
         const auto &o = args.options[i];
         if (!o.key || !o.value) throw OptionError("option #" + std::to_string(i) + " has a NULL key or value");
         auto it = known.find(o.key);
-        if (it == known.end()) throw OptionError(std::string("unknown option '") + o.key + "'");
+        if (it == known.end()) {
+            if (KVBLOB_BREAKS("open.unknown-option")) continue;  // ignored silently
+            throw OptionError(std::string("unknown option '") + o.key + "'");
+        }
         validate(*it->second, o.value);
         values_[o.key] = o.value;
     }

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Proves one conformance check bites: it passes against the reference driver
+# and FAILs against the broken driver made for it, naming one of its rules.
+# Usage: pair.sh RUNNER REFERENCE BROKEN CHECK [key=value ...]
+set -u
+runner=$1 reference=$2 broken=$3 check=$4
+shift 4
+options=""
+for o in "$@"; do options="$options --option $o"; done
+
+rules=$("$runner" --list --json | grep "\"id\":\"$check\"" | grep -o '"R-[A-Z]*-[0-9]*"' | tr -d '"')
+[ -n "$rules" ] || { echo "no check named $check"; exit 1; }
+
+# shellcheck disable=SC2086
+reference_run=$("$runner" --driver "$reference" $options --filter "$check" 2>&1)
+echo "$reference_run" | grep -qx "\[PASS\] $check" || {
+    echo "the reference driver does not pass $check:"
+    echo "$reference_run"
+    exit 1
+}
+# shellcheck disable=SC2086
+broken_run=$("$runner" --driver "$broken" $options --filter "$check" 2>&1)
+status=$?
+failure=$(echo "$broken_run" | grep "^\[FAIL\] $check: ")
+if [ -z "$failure" ] || [ "$status" -ne 1 ]; then
+    echo "the broken driver is not FAIL for $check (exit $status):"
+    echo "$broken_run"
+    exit 1
+fi
+for rule in $rules; do
+    case "$failure" in *"[$rule]"*) echo "bites: $failure"; exit 0 ;; esac
+done
+echo "the failure names none of the check's rules ($rules): $failure"
+exit 1
