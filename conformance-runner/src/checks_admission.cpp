@@ -135,6 +135,47 @@ void add_admission_checks(std::vector<Check> &out)
                        b.row(c.key("h"), {make_span(r, 0, 64)}).hint("placement=near");
                        expect_refused(c, d, b, {c.key("h")}, "R-ADM-7", "a hint to a driver without hints");
                    }});
+    out.push_back({"hints.exact-bytes", {"R-HNT-1"}, Level::must, KVBLOB_CAP_HINTS, {"echo_hint"},
+                   "a driver with hints receives each hint's bytes exactly, and keeps its own copy",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer buf(64);
+                       auto r = c.reg(d, buf);
+                       const std::string hint("\x01place\0ment=near\xff\0", 20);
+                       Batch b;
+                       b.row(c.key("hinted"), {make_span(r, 0, 64)}).hint(hint);
+                       auto op = c.admit(d, OpKind::put, b);
+                       b.hint(std::string(hint.size(), 'X'));  // the engine reuses its buffer at once
+                       auto kept = c.echo_hint(d, op);
+                       expect(kept == hint, "R-HNT-1",
+                              "the driver kept " + std::to_string(kept.size()) + " bytes of a " +
+                                  std::to_string(hint.size()) + "-byte hint, or other bytes");
+                       expect(c.settle(d, op), "R-ACC-2", "the put did not settle");
+                   }});
+    out.push_back({"admission.failures-are-rows", {"R-ADM-1"}, Level::must, 0, {"stage_failing_read"},
+                   "after admission, one row's failure is that row's result; the operation never fails whole",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer src(3 * 1024), dst(3 * 1024);
+                       fill_pattern(src.data(), src.size(), 9);
+                       auto rs = c.reg(d, src), rd = c.reg(d, dst);
+                       Batch put, get;
+                       for (int i = 0; i < 3; ++i) {
+                           put.row(c.key(std::to_string(i)), {make_span(rs, i * 1024, 1024)});
+                           get.row(c.key(std::to_string(i)), {make_span(rd, i * 1024, 1024)});
+                       }
+                       c.run(d, OpKind::put, put);
+                       c.stage(d, "stage_failing_read", c.key("1"), "R-ADM-1");
+                       auto res = c.run(d, OpKind::get, get);
+                       expect(res[1].result == KVBLOB_ROW_FAULT, "R-ROW-4",
+                              std::string("the failing row is ") + kvblob_row_result_name(res[1].result));
+                       for (int i : {0, 2})
+                           expect(res[i].result == KVBLOB_ROW_READY &&
+                                      std::memcmp(src.data() + i * 1024, dst.data() + i * 1024, 1024) == 0,
+                                  "R-ADM-1",
+                                  "row " + std::to_string(i) + " is " + kvblob_row_result_name(res[i].result) +
+                                      " because another row of its operation failed");
+                   }});
     out.push_back({"admission.device-refused", {"R-ADM-8"}, Level::must, 0, {},
                    "a driver without device_memory refuses to register a DEVICE region",
                    [](Context &c) {

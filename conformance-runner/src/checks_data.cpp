@@ -169,6 +169,22 @@ void add_data_checks(std::vector<Check> &out)
                        expect(res == KVBLOB_ROW_FAULT, "R-ROW-6",
                               std::string("a corrupted object is ") + kvblob_row_result_name(res) + ", not FAULT");
                    }});
+    out.push_back({"data.failed-put.leaves-nothing", {"R-ROW-8"}, Level::must, 0, {"stage_full_pool", "release_staged"},
+                   "a put the driver could not complete leaves no object a reader can get",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer buf(2048);
+                       auto r = c.reg(d, buf);
+                       auto k = c.key("declined");
+                       c.stage(d, "stage_full_pool", "R-ROW-8");
+                       auto put = c.run_one(d, OpKind::put, k, {make_span(r, 0, 2048)});
+                       c.stage(d, "release_staged", "R-ROW-8");
+                       if (put == KVBLOB_ROW_READY) throw NotSupported("the staged full pool did not stop the put");
+                       auto get = c.run_one(d, OpKind::get, k, {make_span(r, 0, 2048)});
+                       expect(get != KVBLOB_ROW_READY, "R-ROW-8",
+                              std::string("a put answered ") + kvblob_row_result_name(put) +
+                                  " left an object that a get reads as READY");
+                   }});
     out.push_back({"data.results.stable", {"R-ROW-1"}, Level::must, 0, {},
                    "a final operation has one valid result per row, and they never change",
                    [](Context &c) {

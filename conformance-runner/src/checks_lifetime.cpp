@@ -292,6 +292,45 @@ void add_lifetime_checks(std::vector<Check> &out)
                        expect(c.run_one(d, OpKind::remove, k) == KVBLOB_ROW_MISS, "R-RMV-1",
                               "removing an absent key is not MISS");
                    }});
+    out.push_back({"lifetime.answers-any-order", {"R-ACC-1"}, Level::must, 0, {"stage_held_get", "release_staged"},
+                   "poll and access may be asked at any time, in either order, and each answers validly",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer buf(4096);
+                       auto r = c.reg(d, buf);
+                       auto k = c.key("asked");
+                       c.run_one(d, OpKind::put, k, {make_span(r, 0, 4096)});
+                       c.stage(d, "stage_held_get", k, "R-ACC-1");
+                       Batch b;
+                       b.row(k, {make_span(r, 0, 4096)});
+                       auto op = c.admit(d, OpKind::get, b);
+                       auto ask = [&](bool access_first) {
+                           uint32_t fin = 2;
+                           kvblob_access access = 0;
+                           kvblob_status st = KVBLOB_OK;
+                           if (access_first) access = d.table().access(d.handle(), op);
+                           st = d.table().poll(d.handle(), op, &fin);
+                           if (!access_first) access = d.table().access(d.handle(), op);
+                           expect(st == KVBLOB_OK && fin <= 1, "R-ACC-1",
+                                  std::string("poll answered ") + kvblob_status_name(st) + " / " + std::to_string(fin));
+                           expect(access <= KVBLOB_ACCESS_UNPROVABLE, "R-ACC-1",
+                                  "access answered " + std::to_string(access) + (fin ? "" : " before results were final"));
+                       };
+                       for (int i = 0; i < 50; ++i) ask(i % 2 == 0);  // held: in progress
+                       c.stage(d, "release_staged", "R-ACC-1");
+                       expect(c.settle(d, op), "R-ACC-2", "the released get did not settle");
+                       for (int i = 0; i < 10; ++i) ask(i % 2 == 0);  // settled
+                   }});
+    out.push_back({"open.capabilities-fixed", {"R-CAP-1"}, Level::must, 0, {},
+                   "drivers opened with the same options declare the same capabilities",
+                   [](Context &c) {
+                       auto first = c.open().caps();
+                       for (int i = 0; i < 3; ++i) {
+                           auto again = c.open().caps();
+                           expect(std::memcmp(&first, &again, sizeof first) == 0, "R-CAP-1",
+                                  "a driver opened with the same options declared other capabilities");
+                       }
+                   }});
     out.push_back({"open.unknown-option", {"R-OPN-1"}, Level::must, 0, {},
                    "open refuses an option it does not know, naming it",
                    [](Context &c) {

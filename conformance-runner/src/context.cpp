@@ -138,6 +138,7 @@ namespace {
 
 using KeyHook = kvblob_status (*kvblob_scenarios_t::*)(kvblob_driver_t *, const uint8_t *, uint64_t);
 using DriverHook = kvblob_status (*kvblob_scenarios_t::*)(kvblob_driver_t *);
+using EchoHook = uint64_t (*kvblob_scenarios_t::*)(kvblob_driver_t *, kvblob_op_t *, void *, uint64_t);
 
 // The hook slots the battery calls, by the names checks declare them with.
 struct HookSlot {
@@ -145,21 +146,27 @@ struct HookSlot {
     size_t end;  // the struct_size that covers the slot (append-only tables)
     KeyHook keyed;
     DriverHook plain;
+    EchoHook echo;
 };
-#define KVBC_KEYED(slot) {#slot, offsetof(kvblob_scenarios_t, slot) + sizeof(void *), &kvblob_scenarios_t::slot, nullptr}
-#define KVBC_PLAIN(slot) {#slot, offsetof(kvblob_scenarios_t, slot) + sizeof(void *), nullptr, &kvblob_scenarios_t::slot}
+#define KVBC_END(slot) offsetof(kvblob_scenarios_t, slot) + sizeof(void *)
+#define KVBC_KEYED(slot) {#slot, KVBC_END(slot), &kvblob_scenarios_t::slot, nullptr, nullptr}
+#define KVBC_PLAIN(slot) {#slot, KVBC_END(slot), nullptr, &kvblob_scenarios_t::slot, nullptr}
 const HookSlot hook_slots[] = {
     KVBC_KEYED(stage_foreign_writer), KVBC_PLAIN(stage_full_pool),  KVBC_KEYED(stage_failing_read),
     KVBC_KEYED(stage_held_get),       KVBC_KEYED(stage_corrupt),    KVBC_KEYED(stage_unprovable),
     KVBC_PLAIN(release_staged),
+    {"echo_hint", KVBC_END(echo_hint), nullptr, nullptr, &kvblob_scenarios_t::echo_hint},
 };
 #undef KVBC_KEYED
 #undef KVBC_PLAIN
+#undef KVBC_END
 
 bool offered(const kvblob_scenarios_t *s, const HookSlot &slot)
 {
     if (!s || s->struct_size < slot.end) return false;
-    return slot.keyed ? s->*slot.keyed != nullptr : s->*slot.plain != nullptr;
+    if (slot.keyed) return s->*slot.keyed != nullptr;
+    if (slot.plain) return s->*slot.plain != nullptr;
+    return s->*slot.echo != nullptr;
 }
 
 const HookSlot &slot_named(const std::string &name)
@@ -206,6 +213,15 @@ void Context::stage(Driver &d, const std::string &hook, const std::string &key, 
     if (!slot.keyed) throw std::logic_error("hook " + hook + " takes no key");
     expect_ok((d.scenarios()->*slot.keyed)(d.handle(), reinterpret_cast<const uint8_t *>(key.data()), key.size()),
               hook, rule);
+}
+
+std::string Context::echo_hint(Driver &d, kvblob_op_t *op) const
+{
+    const HookSlot &slot = offered_slot(d, "echo_hint");
+    std::string bytes(4096, '\0');
+    uint64_t n = (d.scenarios()->*slot.echo)(d.handle(), op, bytes.data(), bytes.size());
+    bytes.resize(std::min<uint64_t>(n, bytes.size()));
+    return bytes;
 }
 
 void Context::stage(Driver &d, const std::string &hook, const std::string &rule) const

@@ -63,6 +63,8 @@ public:
     // check under rule.
     void stage(Driver &d, const std::string &hook, const std::string &key, const std::string &rule) const;
     void stage(Driver &d, const std::string &hook, const std::string &rule) const;
+    // The hint bytes the driver kept for op (hook echo_hint), at most 4 KiB.
+    std::string echo_hint(Driver &d, kvblob_op_t *op) const;
 
     std::chrono::milliseconds op_timeout;
 

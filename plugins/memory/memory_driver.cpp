@@ -46,6 +46,10 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     caps.max_ops_in_flight = positive(o, "max_ops_in_flight");
     caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
     if (o.flag("hints")) caps.flags |= KVBLOB_CAP_HINTS;
+    if (KVBLOB_BREAKS("open.capabilities-fixed")) {
+        static std::atomic<uint64_t> opened{0};
+        caps.max_rows_per_op -= opened++ % 2;  // declares other limits every other time
+    }
     if (caps.max_spans_per_row > 1) caps.flags |= KVBLOB_CAP_MULTI_SPAN;
     std::string store_name = o.text("store");
     if (KVBLOB_BREAKS("concurrency.two-drivers")) {
@@ -176,7 +180,8 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
 {
     const auto &row = op.rows[i];
     auto &out = op.outcomes[i];
-    if (pool_full_.load()) {
+    const bool store_declined = KVBLOB_BREAKS("data.failed-put.leaves-nothing") && pool_full_.load();
+    if (pool_full_.load() && !store_declined) {
         out = {KVBLOB_BREAKS("scenario.full-pool") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_DECLINED, 0,
                "the pool is full (staged)", nullptr};
         return;
@@ -216,7 +221,8 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
         dst += row.spans[s].length;
     }
     support::write_trailer(dst, row.key, total, crc);
-    out = {KVBLOB_ROW_READY, 0, {}, std::move(object)};
+    // The broken build for R-ROW-8 says DECLINED and stores the object anyway.
+    out = {store_declined ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_READY, 0, {}, std::move(object)};
 }
 
 void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
@@ -318,6 +324,12 @@ void MemoryDriver::transfer_remove(MemoryOp &op, size_t i)
 
 void MemoryDriver::commit(MemoryOp &op)
 {
+    if (KVBLOB_BREAKS("admission.failures-are-rows"))
+        for (const auto &out : op.outcomes)
+            if (out.result == KVBLOB_ROW_FAULT) {
+                for (auto &each : op.outcomes) each = {KVBLOB_ROW_FAULT, 1, "the operation failed", nullptr};
+                break;  // one failing row fails the whole operation
+            }
     for (size_t i = 0; i < op.rows.size(); ++i) {
         auto &out = op.outcomes[i];
         if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) {  // cancelled before it started
@@ -381,6 +393,14 @@ kvblob_status MemoryDriver::advance(kvblob_op_t *handle, kvblob_stage stage)
 }
 
 // ---- scenario hooks -------------------------------------------------------------
+
+uint64_t MemoryDriver::echo_hint(kvblob_op_t *handle, void *buf, uint64_t capacity)
+{
+    if (!handle) return 0;
+    const std::string &hint = static_cast<Op *>(handle)->hint;
+    if (buf) std::memcpy(buf, hint.data(), std::min<uint64_t>(hint.size(), capacity));
+    return hint.size();
+}
 
 kvblob_status MemoryDriver::stage_foreign_writer(const std::string &key)
 {

@@ -60,6 +60,7 @@ public:
     kvblob_status stage_unprovable(const std::string &key);
     kvblob_status release_staged();
     kvblob_status advance(kvblob_op_t *op, kvblob_stage stage);
+    uint64_t echo_hint(kvblob_op_t *op, void *buf, uint64_t capacity);
 
 protected:
     std::unique_ptr<Op> make_op() override { return std::make_unique<MemoryOp>(); }

@@ -42,6 +42,10 @@ kvblob_status unprovable(kvblob_driver_t *d, const uint8_t *k, uint64_t n)
 }
 kvblob_status release_staged(kvblob_driver_t *d) { return self(d)->release_staged(); }
 kvblob_status advance(kvblob_driver_t *d, kvblob_op_t *op, kvblob_stage stage) { return self(d)->advance(op, stage); }
+uint64_t echo_hint(kvblob_driver_t *d, kvblob_op_t *op, void *buf, uint64_t capacity)
+{
+    return self(d)->echo_hint(op, buf, capacity);
+}
 
 }  // namespace
 
@@ -67,7 +71,7 @@ extern const uint64_t memory_option_count = sizeof(memory_options) / sizeof(memo
 
 extern const kvblob_scenarios_t memory_scenarios = {
     sizeof(kvblob_scenarios_t), 0, foreign_writer, full_pool, failing_read, held_get, corrupt, unprovable,
-    release_staged, advance,
+    release_staged, advance, echo_hint,
 };
 
 namespace {

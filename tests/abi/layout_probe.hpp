@@ -84,6 +84,6 @@ inline std::vector<LayoutEntry> current_layout()
         KVB_OFF(kvblob_scenarios_t, stage_full_pool), KVB_OFF(kvblob_scenarios_t, stage_failing_read),
         KVB_OFF(kvblob_scenarios_t, stage_held_get), KVB_OFF(kvblob_scenarios_t, stage_corrupt),
         KVB_OFF(kvblob_scenarios_t, stage_unprovable), KVB_OFF(kvblob_scenarios_t, release_staged),
-        KVB_OFF(kvblob_scenarios_t, advance),
+        KVB_OFF(kvblob_scenarios_t, advance), KVB_OFF(kvblob_scenarios_t, echo_hint),
     };
 }

@@ -76,6 +76,11 @@ typedef struct kvblob_scenarios {
      * either order, so results and access can be seen apart (R-ACC-1).
      * KVBLOB_E_UNSUPPORTED outside controlled mode. */
     kvblob_status (*advance)(kvblob_driver_t *self, kvblob_op_t *op, kvblob_stage stage);
+    /* Copies into buf (owned by the caller, capacity bytes) the hint bytes
+     * the driver kept for op, and returns their full length (0 when op
+     * carried none), so the battery can see that a hint arrives exactly as
+     * the engine gave it (R-HNT-1). */
+    uint64_t (*echo_hint)(kvblob_driver_t *self, kvblob_op_t *op, void *buf, uint64_t capacity);
 } kvblob_scenarios_t;
 
 #ifdef __cplusplus

@@ -182,8 +182,11 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
     auto op = make_op();
     op->kind = kind;
     op->rows = std::vector<Row>(batch->row_count);
-    if (batch->hint && batch->hint->bytes)
-        op->hint.assign(static_cast<const char *>(batch->hint->bytes), batch->hint->size);
+    if (batch->hint && batch->hint->bytes) {
+        const char *bytes = static_cast<const char *>(batch->hint->bytes);
+        op->hint.assign(bytes, KVBLOB_BREAKS("hints.exact-bytes") ? strnlen(bytes, batch->hint->size)
+                                                                  : batch->hint->size);  // as a C string
+    }
 
     std::unordered_set<std::string_view> keys;
     keys.reserve(batch->row_count);
@@ -290,6 +293,8 @@ kvblob_access DriverBase::access(kvblob_op_t *handle)
 {
     if (!handle) return KVBLOB_ACCESS_OPEN;
     const uint32_t state = as_op(handle)->state.load(std::memory_order_acquire);
+    if (KVBLOB_BREAKS("lifetime.answers-any-order") && !(state & Op::results_final))
+        return 9;  // assumes access is only asked once results are final
     return (state & Op::access_unprovable) ? KVBLOB_ACCESS_UNPROVABLE
            : (state & Op::access_ended)    ? KVBLOB_ACCESS_ENDED
                                            : KVBLOB_ACCESS_OPEN;
