@@ -42,6 +42,8 @@ std::string last_lines(const std::string &text, int lines)
     return text.substr(newline + 1, end - newline - 1);
 }
 
+volatile sig_atomic_t stop_flag = 0;
+
 // Where the child writes its result; the fault handler writes there too.
 int result_fd = -1;
 
@@ -68,7 +70,11 @@ void on_fault(int sig, siginfo_t *info, void *)
         (void)!write(result_fd, msg, static_cast<size_t>(out - msg));
         _exit(0);
     }
-    signal(sig, SIG_DFL);  // returning re-runs the access, which now crashes
+    // Any other signal takes its default action: raised again here, it is
+    // delivered as the handler returns (a raise()d SIGSEGV has no access to
+    // re-run, so merely returning would swallow it).
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 void report_guarded_faults(int fd)
@@ -83,6 +89,9 @@ void report_guarded_faults(int fd)
 }
 
 }  // namespace
+
+void request_stop() { stop_flag = 1; }
+bool stop_requested() { return stop_flag != 0; }
 
 Outcome run_isolated(const std::function<Outcome()> &body, unsigned timeout_s, bool isolate)
 {
@@ -116,7 +125,9 @@ Outcome run_isolated(const std::function<Outcome()> &body, unsigned timeout_s, b
             timed_out = true;
             break;
         }
-        if (poll(fds, 2, static_cast<int>(left.count())) <= 0) continue;
+        if (stop_requested()) break;
+        // Wake at least every 100 ms to notice a stop request.
+        if (poll(fds, 2, static_cast<int>(std::min<long>(left.count(), 100))) <= 0) continue;
         for (auto &f : fds) {
             if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP))) continue;
             char buf[4096];
@@ -129,12 +140,14 @@ Outcome run_isolated(const std::function<Outcome()> &body, unsigned timeout_s, b
             }
         }
     }
-    if (timed_out) kill(pid, SIGKILL);
+    const bool interrupted = !timed_out && open_fds > 0;  // left the loop on a stop request
+    if (timed_out || interrupted) kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
     close(result_pipe[0]);
     close(err_pipe[0]);
     if (timed_out) return {Status::timeout, "no answer within " + std::to_string(timeout_s) + " s"};
+    if (interrupted) return {Status::skipped, "interrupted"};
     if (WIFSIGNALED(status))
         return {Status::crash, std::string("killed by signal ") + strsignal(WTERMSIG(status)) +
                                    (err.empty() ? "" : "; last stderr: " + last_lines(err, 5))};

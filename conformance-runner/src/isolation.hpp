@@ -15,6 +15,11 @@ struct Outcome {
     std::string message;
 };
 
+// Asks the run to stop (SIGINT, SIGTERM): the check in progress is killed and
+// reported as interrupted. Async-signal-safe.
+void request_stop();
+bool stop_requested();
+
 // body returns the outcome inside the child (or in-process with isolate off).
 Outcome run_isolated(const std::function<Outcome()> &body, unsigned timeout_s, bool isolate);
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <fnmatch.h>
+#include <signal.h>
 
 #include <chrono>
 #include <fstream>
@@ -162,6 +163,14 @@ int main(int argc, char **argv)
     std::cout << "kvblob-conformance " << release_version() << ": driver " << plugin->name() << " "
               << plugin->version() << " (" << plugin->path().string() << "), seed " << seed << "\n";
 
+    // SIGINT and SIGTERM end the run after killing the check in progress:
+    // the summary is still printed, and the exit code says incomplete.
+    struct sigaction stop {};
+    stop.sa_handler = [](int) { request_stop(); };
+    sigemptyset(&stop.sa_mask);
+    sigaction(SIGINT, &stop, nullptr);
+    sigaction(SIGTERM, &stop, nullptr);
+
     struct Row {
         const Check *check;
         Outcome outcome;
@@ -169,7 +178,7 @@ int main(int argc, char **argv)
     std::vector<Row> rows;
     int passed = 0, failed = 0, skipped = 0, unsupported = 0, xfail = 0, xpass = 0;
     for (const auto &c : checks) {
-        for (unsigned rep = 0; rep < repeat; ++rep) {
+        for (unsigned rep = 0; rep < repeat && !stop_requested(); ++rep) {
             Outcome o;
             if ((!filters.empty() && !matches_any(filters, c.id)) || matches_any(excludes, c.id)) {
                 o = {Status::skipped, "filtered out"};
@@ -252,7 +261,13 @@ int main(int argc, char **argv)
         x << "</testsuite>\n";
     }
     std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped, " << unsupported
-              << " not supported, " << xfail << " xfail, " << xpass << " xpass\n"
-              << (failed == 0 ? "CONFORMANT" : "NOT CONFORMANT") << "\n";
+              << " not supported, " << xfail << " xfail, " << xpass << " xpass\n";
+    // An interrupted run certifies nothing, whatever it saw so far.
+    const bool incomplete = stop_requested();
+    std::cout << (failed == 0 && !incomplete ? "CONFORMANT" : "NOT CONFORMANT") << "\n";
+    if (incomplete) {
+        std::cout << "run incomplete: interrupted before every check ran\n";
+        return 4;
+    }
     return failed == 0 ? 0 : 1;
 }

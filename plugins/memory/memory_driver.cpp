@@ -7,6 +7,7 @@
 #include <kvblob/support/trailer.hpp>
 
 #include <atomic>
+#include <csignal>
 #include <cstring>
 #include <thread>
 
@@ -81,6 +82,11 @@ const void *MemoryDriver::extension(const char *id)
 void MemoryDriver::start(Op &base)
 {
     auto &op = static_cast<MemoryOp &>(base);
+    // Broken builds that prove the runner survives a driver that dies or
+    // hangs: they break no rule, they take the process down with them.
+    if (KVBLOB_BREAKS("runner.crash-in-put") && op.kind == OpKind::put) std::raise(SIGSEGV);
+    if (KVBLOB_BREAKS("runner.hang-in-put") && op.kind == OpKind::put)
+        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
     op.outcomes.resize(op.rows.size());
     bool held = false;
     if (keys_staged_.load(std::memory_order_acquire)) {
