@@ -17,6 +17,7 @@
 #include "check.hpp"
 #include "context.hpp"
 #include "isolation.hpp"
+#include "kvblob/host/capabilities.hpp"
 #include "kvblob/host/json.hpp"
 #include "kvblob/host/version.hpp"
 
@@ -30,13 +31,6 @@ bool matches_any(const std::vector<std::string> &globs, const std::string &id)
     for (const auto &g : globs)
         if (fnmatch(g.c_str(), id.c_str(), 0) == 0) return true;
     return false;
-}
-
-std::string rules_json(const Check &c)
-{
-    std::string out = "[";
-    for (size_t i = 0; i < c.rules.size(); ++i) out += (i ? "," : "") + json_quote(c.rules[i]);
-    return out + "]";
 }
 
 struct Expectation {
@@ -110,8 +104,10 @@ int main(int argc, char **argv)
     if (list) {
         for (const auto &c : checks) {
             if (json)
-                std::cout << "{\"id\":" << json_quote(c.id) << ",\"rules\":" << rules_json(c) << ",\"level\":"
-                          << (c.level == Level::must ? "\"MUST\"" : "\"SHOULD\"") << ",\"description\":"
+                std::cout << "{\"id\":" << json_quote(c.id) << ",\"rules\":" << json_string_array(c.rules)
+                          << ",\"level\":" << (c.level == Level::must ? "\"MUST\"" : "\"SHOULD\"")
+                          << ",\"needs\":{\"capabilities\":" << json_string_array(capability_names(c.needs_caps))
+                          << ",\"hooks\":" << json_string_array(c.needs_hooks) << "},\"description\":"
                           << json_quote(c.description) << "}\n";
             else
                 std::cout << c.id << "  [" << c.rules.front() << "]  " << c.description << "\n";
@@ -228,7 +224,7 @@ int main(int argc, char **argv)
                 std::cout << std::flush;
             }
             if (json_out.is_open())
-                json_out << "{\"id\":" << json_quote(c.id) << ",\"rules\":" << rules_json(c)
+                json_out << "{\"id\":" << json_quote(c.id) << ",\"rules\":" << json_string_array(c.rules)
                          << ",\"status\":" << json_quote(to_string(o.status)) << ",\"message\":"
                          << json_quote(o.message) << "}\n"
                          << std::flush;

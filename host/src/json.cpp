@@ -27,4 +27,11 @@ std::string json_quote(std::string_view s)
     return out + "\"";
 }
 
+std::string json_string_array(const std::vector<std::string> &items)
+{
+    std::string out = "[";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + json_quote(items[i]);
+    return out + "]";
+}
+
 }  // namespace kvblob

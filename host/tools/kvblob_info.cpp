@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kvblob/host/capabilities.hpp"
 #include "kvblob/host/json.hpp"
 #include "kvblob/host/load_error.hpp"
 #include "kvblob/host/plugin.hpp"
@@ -17,16 +18,6 @@
 namespace {
 
 constexpr int exit_refused = 3;
-
-struct CapName {
-    uint64_t bit;
-    const char *name;
-};
-constexpr CapName cap_names[] = {
-    {KVBLOB_CAP_HINTS, "hints"},           {KVBLOB_CAP_ABSENT_IS_MISS, "absent_is_miss"},
-    {KVBLOB_CAP_DEVICE_MEMORY, "device_memory"}, {KVBLOB_CAP_MULTI_SPAN, "multi_span"},
-    {KVBLOB_CAP_PROBE, "probe"},           {KVBLOB_CAP_REMOVE, "remove"},
-};
 
 std::string limit_text(uint64_t v) { return v == KVBLOB_NO_LIMIT ? "none" : std::to_string(v); }
 std::string limit_json(uint64_t v) { return v == KVBLOB_NO_LIMIT ? "null" : std::to_string(v); }
@@ -117,15 +108,9 @@ int main(int argc, char **argv)
                       << ",\"abi_version\":" << kvblob::json_quote(kvblob::abi_version_text(plugin.abi_version()))
                       << ",\"contract_version\":" << t.contract_version;
             if (opened) {
-                std::cout << ",\"capabilities\":[";
+                std::cout << ",\"capabilities\":" << kvblob::json_string_array(kvblob::capability_names(caps.flags))
+                          << ",\"limits\":{";
                 bool first = true;
-                for (const auto &c : cap_names)
-                    if (caps.flags & c.bit) {
-                        std::cout << (first ? "" : ",") << kvblob::json_quote(c.name);
-                        first = false;
-                    }
-                std::cout << "],\"limits\":{";
-                first = true;
                 for (const auto &[name, value] : limits_of(caps)) {
                     std::cout << (first ? "" : ",") << kvblob::json_quote(name) << ":" << limit_json(value);
                     first = false;
@@ -152,13 +137,9 @@ int main(int argc, char **argv)
                   << "contract:  " << t.contract_version << "\n";
         if (opened) {
             std::cout << "capabilities:";
-            bool any = false;
-            for (const auto &c : cap_names)
-                if (caps.flags & c.bit) {
-                    std::cout << " " << c.name;
-                    any = true;
-                }
-            std::cout << (any ? "" : " (none)") << "\nlimits:\n";
+            const auto names = kvblob::capability_names(caps.flags);
+            for (const auto &name : names) std::cout << " " << name;
+            std::cout << (names.empty() ? " (none)" : "") << "\nlimits:\n";
             for (const auto &[name, value] : limits_of(caps))
                 std::cout << "  " << name << std::string(20 - name.size(), ' ') << limit_text(value) << "\n";
         }
