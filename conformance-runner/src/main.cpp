@@ -19,6 +19,7 @@
 #include "isolation.hpp"
 #include "kvblob/host/capabilities.hpp"
 #include "kvblob/host/json.hpp"
+#include "kvblob/host/sha256.hpp"
 #include "kvblob/host/version.hpp"
 
 using namespace kvblob;
@@ -135,11 +136,14 @@ int main(int argc, char **argv)
 
     std::optional<Plugin> plugin;
     Offer offer;
+    kvblob_caps_t caps{};
     try {
         plugin = Plugin::load(driver);
         // One driver opened here, closed before any fork: a refusal at init is
         // the loader's too, and what it declares decides which checks can run.
-        offer = offer_of(plugin->open(options));
+        auto probe = plugin->open(options);
+        caps = probe.caps();
+        offer = offer_of(probe);
     } catch (const LoadError &e) {
         std::cerr << e.what() << "\n";
         return 3;
@@ -147,17 +151,34 @@ int main(int argc, char **argv)
 
     const auto clock = std::chrono::system_clock::now().time_since_epoch().count();
     const std::string prefix = "kvbc-" + std::to_string(seed) + "-" + std::to_string(clock % 1000000007);
+    const std::string sha256 = sha256_file_hex(plugin->path());
     std::ofstream json_out;
     if (json && !json_path.empty()) {
         json_out.open(json_path);
-        json_out << "{\"runner\":" << json_quote(release_version()) << ",\"abi\":" << KVBLOB_ABI_VERSION
+        if (!json_out) {
+            std::cerr << "kvblob-conformance: cannot write " << json_path << "\n";
+            return 2;
+        }
+        std::vector<std::string> command(argv, argv + argc), option_words(raw_options);
+        json_out << "{\"runner\":" << json_quote(release_version())
+                 << ",\"abi\":" << json_quote(abi_version_text(KVBLOB_ABI_VERSION))
+                 << ",\"negotiated_abi\":" << json_quote(abi_version_text(plugin->abi_version()))
                  << ",\"contract\":" << KVBLOB_CONTRACT_VERSION << ",\"driver\":" << json_quote(plugin->path().string())
-                 << ",\"name\":" << json_quote(plugin->name()) << ",\"version\":" << json_quote(plugin->version())
-                 << ",\"seed\":" << seed << ",\"prefix\":" << json_quote(prefix) << "}\n"
+                 << ",\"sha256\":" << json_quote(sha256) << ",\"name\":" << json_quote(plugin->name())
+                 << ",\"version\":" << json_quote(plugin->version())
+                 << ",\"capabilities\":" << json_string_array(capability_names(caps.flags))
+                 << ",\"limits\":{\"max_rows_per_op\":" << caps.max_rows_per_op
+                 << ",\"max_spans_per_row\":" << caps.max_spans_per_row << ",\"max_key_bytes\":" << caps.max_key_bytes
+                 << ",\"max_object_bytes\":" << caps.max_object_bytes
+                 << ",\"max_ops_in_flight\":" << caps.max_ops_in_flight << "}"
+                 << ",\"hooks\":" << json_string_array({offer.hooks.begin(), offer.hooks.end()})
+                 << ",\"options\":" << json_string_array(option_words) << ",\"seed\":" << seed
+                 << ",\"prefix\":" << json_quote(prefix) << ",\"command\":" << json_string_array(command) << "}\n"
                  << std::flush;
     }
     std::cout << "kvblob-conformance " << release_version() << ": driver " << plugin->name() << " "
-              << plugin->version() << " (" << plugin->path().string() << "), seed " << seed << "\n";
+              << plugin->version() << " (" << plugin->path().string() << ", sha256 " << sha256.substr(0, 16)
+              << "...), seed " << seed << "\n";
 
     // SIGINT and SIGTERM end the run after killing the check in progress:
     // the summary is still printed, and the exit code says incomplete.
