@@ -54,7 +54,7 @@ std::vector<Expectation> read_expectations(const std::string &path)
         std::istringstream f(line);
         std::string glob, word, reason;
         f >> glob >> word;
-        std::getline(f, reason);
+        std::getline(f >> std::ws, reason);
         Status s;
         if (word == "FAIL") s = Status::fail;
         else if (word == "NOT_SUPPORTED") s = Status::not_supported;
