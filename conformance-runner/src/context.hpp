@@ -66,6 +66,11 @@ public:
     // The hint bytes the driver kept for op (hook echo_hint), at most 4 KiB.
     std::string echo_hint(Driver &d, kvblob_op_t *op) const;
 
+    // A line the report prints beside the check's status, whatever it is
+    // (memory kept alive on purpose, say).
+    void note(const std::string &line) { notes_ += (notes_.empty() ? "" : "; ") + line; }
+    const std::string &notes() const { return notes_; }
+
     std::chrono::milliseconds op_timeout;
 
 private:
@@ -73,6 +78,7 @@ private:
     Options options_;
     std::string run_prefix_;
     std::string check_id_;
+    std::string notes_;
 };
 
 }  // namespace kvblob::conformance

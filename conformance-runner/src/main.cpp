@@ -208,7 +208,7 @@ int main(int argc, char **argv)
                             Context ctx(*plugin, options, prefix, c.id + "/" + std::to_string(rep),
                                         std::chrono::seconds(timeout));
                             c.body(ctx);
-                            return {Status::pass, ""};
+                            return {Status::pass, ctx.notes()};
                         } catch (const CheckFailure &f) {
                             return {Status::fail, f.what()};
                         } catch (const NotSupported &n) {
