@@ -3,17 +3,18 @@
 #include <cstddef>
 #include <thread>
 
+#include "kvblob/host/capabilities.hpp"
 #include "kvblob/host/key_codec.hpp"
 
 namespace kvblob::conformance {
 
-Context::Context(const Plugin &plugin, Options options, std::string run_prefix, std::string check_id,
+Context::Context(const Plugin &plugin, Options options, std::string run_prefix, std::string key_tag,
                  std::chrono::milliseconds timeout)
     : op_timeout(timeout),
       plugin_(plugin),
       options_(std::move(options)),
       run_prefix_(std::move(run_prefix)),
-      check_id_(std::move(check_id))
+      key_tag_(std::move(key_tag))
 {
 }
 
@@ -32,7 +33,7 @@ bool Context::try_open_with(const Options &extra, std::string &why) const
     }
 }
 
-std::string Context::key(const std::string &name) const { return encode_key(run_prefix_, check_id_ + "/" + name); }
+std::string Context::key(const std::string &name) const { return encode_key(run_prefix_, key_tag_ + "/" + name); }
 
 kvblob_region_t *Context::reg(Driver &d, GuardedBuffer &buf) const
 {
@@ -66,8 +67,39 @@ kvblob_op_t *Context::submit(Driver &d, OpKind kind, Batch &batch, kvblob_status
     return op;
 }
 
+namespace {
+
+// Why batch is beyond a limit d declared; empty when it is within all of them.
+std::string beyond_declared_limits(const Driver &d, const kvblob_batch_t &b)
+{
+    const auto &caps = d.caps();
+    if (b.row_count > caps.max_rows_per_op)
+        return std::to_string(b.row_count) + " rows (max_rows_per_op is " + std::to_string(caps.max_rows_per_op) + ")";
+    for (uint64_t i = 0; i < b.row_count; ++i) {
+        const auto &row = b.rows[i];
+        if (row.key_len > caps.max_key_bytes)
+            return "keys of " + std::to_string(row.key_len) + " bytes (max_key_bytes is " +
+                   std::to_string(caps.max_key_bytes) + ")";
+        if (row.span_count > caps.max_spans_per_row)
+            return std::to_string(row.span_count) + " spans in a row (max_spans_per_row is " +
+                   std::to_string(caps.max_spans_per_row) + ")";
+        uint64_t total = 0;
+        for (uint32_t s = 0; s < row.span_count; ++s) total += row.spans[s].length;
+        if (total > caps.max_object_bytes)
+            return "objects of " + std::to_string(total) + " bytes (max_object_bytes is " +
+                   std::to_string(caps.max_object_bytes) + ")";
+    }
+    return {};
+}
+
+}  // namespace
+
 kvblob_op_t *Context::admit(Driver &d, OpKind kind, Batch &batch) const
 {
+    // R-ADM-10 only promises admission within the declared limits: a check
+    // that needs more cannot run on this driver, and the driver is not at fault.
+    if (auto beyond = beyond_declared_limits(d, batch.get()); !beyond.empty())
+        throw NotSupported("this check needs " + beyond);
     kvblob_status st = KVBLOB_OK;
     std::string why;
     kvblob_op_t *op = submit(d, kind, batch, &st, &why);
@@ -200,8 +232,8 @@ Offer offer_of(const Driver &d)
 
 std::string missing_need(const Check &check, const Offer &offer)
 {
-    if ((offer.caps & check.needs_caps) != check.needs_caps)
-        return "needs a capability the driver does not declare";
+    for (const auto &cap : capability_names(check.needs_caps & ~offer.caps))
+        return "needs capability " + cap + ", which the driver does not declare";
     for (const auto &hook : check.needs_hooks)
         if (!offer.hooks.count(hook)) return "needs hook " + hook + ", which the driver does not offer";
     return {};

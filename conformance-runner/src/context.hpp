@@ -33,13 +33,14 @@ std::string missing_need(const Check &check, const Offer &offer);
 
 class Context {
 public:
-    Context(const Plugin &plugin, Options options, std::string run_prefix, std::string check_id,
+    Context(const Plugin &plugin, Options options, std::string run_prefix, std::string key_tag,
             std::chrono::milliseconds op_timeout);
 
     Driver open() const;
     // Opens with extra options; false (and the loader's words) on refusal.
     bool try_open_with(const Options &extra, std::string &why) const;
-    // A key unique to this run and check: prefix/v1/hex(check/name).
+    // A key unique to this run and check: prefix/v1/hex(tag/name), where the
+    // tag names the check and repetition.
     std::string key(const std::string &name) const;
 
     // Registers buf as HOST memory; a refusal fails the check (R-ADM-10).
@@ -77,7 +78,7 @@ private:
     const Plugin &plugin_;
     Options options_;
     std::string run_prefix_;
-    std::string check_id_;
+    std::string key_tag_;
     std::string notes_;
 };
 

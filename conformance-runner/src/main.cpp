@@ -149,8 +149,18 @@ int main(int argc, char **argv)
         return 3;
     }
 
-    const auto clock = std::chrono::system_clock::now().time_since_epoch().count();
-    const std::string prefix = "kvbc-" + std::to_string(seed) + "-" + std::to_string(clock % 1000000007);
+    // Keys unique to this run, and short, so that drivers with tight key
+    // limits can run the battery: "kvbc-<seed>-<clock>" in base 36.
+    auto base36 = [](uint64_t v) {
+        std::string out;
+        do {
+            out.insert(out.begin(), "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36]);
+            v /= 36;
+        } while (v);
+        return out;
+    };
+    const auto clock = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+    const std::string prefix = "kvbc-" + base36(seed) + "-" + base36(clock % 2821109907456ull);  // 36^8
     const std::string sha256 = sha256_file_hex(plugin->path());
     std::ofstream json_out;
     if (json && !json_path.empty()) {
@@ -194,7 +204,8 @@ int main(int argc, char **argv)
     };
     std::vector<Row> rows;
     int passed = 0, failed = 0, skipped = 0, unsupported = 0, xfail = 0, xpass = 0;
-    for (const auto &c : checks) {
+    for (size_t index = 0; index < checks.size(); ++index) {
+        const Check &c = checks[index];
         for (unsigned rep = 0; rep < repeat && !stop_requested(); ++rep) {
             Outcome o;
             if ((!filters.empty() && !matches_any(filters, c.id)) || matches_any(excludes, c.id)) {
@@ -205,7 +216,8 @@ int main(int argc, char **argv)
                 o = run_isolated(
                     [&]() -> Outcome {
                         try {
-                            Context ctx(*plugin, options, prefix, c.id + "/" + std::to_string(rep),
+                            // Keys name the check by its place in the battery (short).
+                            Context ctx(*plugin, options, prefix, base36(index) + "." + base36(rep),
                                         std::chrono::seconds(timeout));
                             c.body(ctx);
                             return {Status::pass, ctx.notes()};
