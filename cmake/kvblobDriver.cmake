@@ -6,11 +6,12 @@
 function(kvblob_driver target)
   cmake_parse_arguments(ARG "" "MAP;NAME" "" ${ARGN})
   if(NOT ARG_MAP)
-    if(KVBLOB_PLUGIN_MAP)
-      set(ARG_MAP ${KVBLOB_PLUGIN_MAP})
-    else()
-      set(ARG_MAP ${PROJECT_SOURCE_DIR}/abi/kvblob_plugin.map)
+    # Set by kvblobConfig.cmake for an installed kvblob, by the top-level
+    # CMakeLists.txt in the kvblob tree.
+    if(NOT KVBLOB_PLUGIN_MAP)
+      message(FATAL_ERROR "kvblob_driver(${target}): KVBLOB_PLUGIN_MAP is not set; use find_package(kvblob)")
     endif()
+    set(ARG_MAP ${KVBLOB_PLUGIN_MAP})
   endif()
   if(NOT ARG_NAME)
     set(ARG_NAME ${target})

@@ -15,3 +15,10 @@ exported=$(nm -D --defined-only "$so" | awk '{print $3}' | sed 's/@.*//' | grep 
 [ "$exported" = "kvblob_plugin_negotiate" ] || { echo "exports: $exported"; exit 1; }
 "$work/prefix/bin/kvblob-info" "$so"
 "$work/oot/vendor_engine" "$so"
+
+# The vendor's template, copied out of the tree as a vendor would, builds
+# against the installed package and passes the installed battery.
+cp -r "$src/examples/minimal_driver" "$work/template"
+cmake -S "$work/template" -B "$work/template/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/template/build" -j2 >/dev/null
+"$work/prefix/bin/kvblob-conformance" --driver "$work/template/build/libkvblob_minimal.so" | tail -n 2
