@@ -141,7 +141,8 @@ void add_admission_checks(std::vector<Check> &out)
                        auto d = c.open();
                        GuardedBuffer buf(64);
                        auto r = c.reg(d, buf);
-                       const std::string hint("\x01place\0ment=near\xff\0", 20);
+                       static const char bytes[] = "\x01place\0ment=near\xff\0";  // NULs inside, on purpose
+                       const std::string hint(bytes, sizeof bytes - 1);
                        Batch b;
                        b.row(c.key("hinted"), {make_span(r, 0, 64)}).hint(hint);
                        auto op = c.admit(d, OpKind::put, b);
