@@ -1,0 +1,51 @@
+// An engine picks its driver from a config file: a TOML file naming the
+// plugin (a path or a short name), its options, and where to search.
+//
+//   [driver]
+//   name = "memory"              # or: path = "/opt/acme/libkvblob_acme.so"
+//   search_path = ["plugins"]    # optional; relative to the config file's folder
+//
+//   [driver.options]             # passed to open as key=value, in this order
+//   store = "engine-a"
+//   capacity = "1G"
+//   workers = 4                  # integers and booleans are passed as text
+#pragma once
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kvblob/host/plugin.hpp"
+
+namespace kvblob {
+
+// A config file that cannot be used: names the file, the line and column
+// (0 when the problem is the file as a whole), and what is wrong.
+class ConfigError : public std::runtime_error {
+public:
+    ConfigError(std::filesystem::path file, unsigned line, unsigned column, const std::string &what);
+    const std::filesystem::path &file() const noexcept { return file_; }
+    unsigned line() const noexcept { return line_; }
+    unsigned column() const noexcept { return column_; }
+
+private:
+    std::filesystem::path file_;
+    unsigned line_, column_;
+};
+
+struct DriverConfig {
+    std::filesystem::path file;  // where it was read from
+    std::string driver;          // a plugin path, or a short name
+    Options options;
+    std::vector<std::filesystem::path> search_path;  // absolute
+};
+
+// Reads and checks file. Throws ConfigError.
+DriverConfig read_driver_config(const std::filesystem::path &file);
+
+// Loads the plugin config names. A plugin that is missing or refused is a
+// LoadError whose reasons also name the config file.
+Plugin load_configured_plugin(const DriverConfig &config);
+
+}  // namespace kvblob

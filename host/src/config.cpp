@@ -1,0 +1,116 @@
+#include "kvblob/host/config.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+namespace kvblob {
+
+namespace fs = std::filesystem;
+
+ConfigError::ConfigError(fs::path file, unsigned line, unsigned column, const std::string &what)
+    : std::runtime_error("kvblob: config " + file.string() +
+                         (line ? ":" + std::to_string(line) + ":" + std::to_string(column) : std::string()) + ": " +
+                         what),
+      file_(std::move(file)),
+      line_(line),
+      column_(column)
+{
+}
+
+namespace {
+
+[[noreturn]] void fail(const fs::path &file, const toml::source_region &where, const std::string &what)
+{
+    throw ConfigError(file, where.begin.line, where.begin.column, what);
+}
+
+// Refuses any key of table not in allowed, at the key's own position.
+void only_keys(const fs::path &file, const toml::table &table, const std::set<std::string> &allowed,
+               const std::string &where)
+{
+    for (const auto &[key, node] : table)
+        if (!allowed.count(std::string(key.str())))
+            fail(file, key.source(), "unknown key '" + std::string(key.str()) + "' in " + where);
+}
+
+std::string scalar_text(const fs::path &file, const std::string &name, const toml::node &node)
+{
+    if (auto s = node.as_string()) return s->get();
+    if (auto i = node.as_integer()) return std::to_string(i->get());
+    if (auto b = node.as_boolean()) return b->get() ? "true" : "false";
+    fail(file, node.source(), "option '" + name + "' must be a string, an integer or a boolean");
+}
+
+}  // namespace
+
+DriverConfig read_driver_config(const fs::path &file)
+{
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) throw ConfigError(file, 0, 0, "no such file");
+    toml::table root;
+    try {
+        root = toml::parse_file(file.string());
+    } catch (const toml::parse_error &e) {
+        fail(file, e.source(), std::string(e.description()));
+    }
+    only_keys(file, root, {"driver"}, "the file");
+    auto *driver = root["driver"].as_table();
+    if (!driver) throw ConfigError(file, 0, 0, "no [driver] table: name the driver to load");
+    only_keys(file, *driver, {"name", "path", "search_path", "options"}, "[driver]");
+
+    DriverConfig config;
+    config.file = fs::absolute(file);
+    const auto *name = driver->get("name");
+    const auto *path = driver->get("path");
+    if (name && path) fail(file, path->source(), "give the driver's name or its path, not both");
+    if (!name && !path) fail(file, driver->source(), "[driver] needs name = \"...\" or path = \"...\"");
+    const auto *which = name ? name : path;
+    if (!which->is_string() || which->as_string()->get().empty())
+        fail(file, which->source(), std::string(name ? "name" : "path") + " must be a non-empty string");
+    config.driver = which->as_string()->get();
+    // A relative path is relative to the config file, like the search path.
+    if (path && fs::path(config.driver).is_relative())
+        config.driver = (config.file.parent_path() / config.driver).lexically_normal().string();
+
+    if (const auto *search = driver->get("search_path")) {
+        const auto *dirs = search->as_array();
+        if (!dirs) fail(file, search->source(), "search_path must be an array of folder names");
+        for (const auto &dir : *dirs) {
+            if (!dir.is_string()) fail(file, dir.source(), "search_path entries must be strings");
+            fs::path p = dir.as_string()->get();
+            config.search_path.push_back(p.is_relative() ? (config.file.parent_path() / p).lexically_normal() : p);
+        }
+    }
+    if (const auto *opts = driver->get("options")) {
+        const auto *table = opts->as_table();
+        if (!table) fail(file, opts->source(), "[driver.options] must be a table of key = value");
+        // toml++ keeps a table's keys sorted; options go to open in file order.
+        std::vector<std::pair<const toml::key *, const toml::node *>> entries;
+        for (const auto &[key, value] : *table) entries.emplace_back(&key, &value);
+        std::sort(entries.begin(), entries.end(), [](const auto &a, const auto &b) {
+            const auto &x = a.first->source().begin, &y = b.first->source().begin;
+            return x.line != y.line ? x.line < y.line : x.column < y.column;
+        });
+        for (const auto &[key, value] : entries) {
+            const std::string k(key->str());
+            config.options.emplace_back(k, scalar_text(file, k, *value));
+        }
+    }
+    return config;
+}
+
+Plugin load_configured_plugin(const DriverConfig &config)
+{
+    try {
+        return Plugin::load(config.driver, LoadOptions{config.search_path});
+    } catch (const LoadError &e) {
+        auto problems = e.problems();
+        for (auto &p : problems) p.reason += " (driver named in " + config.file.string() + ")";
+        throw LoadError(e.file(), e.stage(), std::move(problems), e.dlerror_text());
+    }
+}
+
+}  // namespace kvblob

@@ -1,0 +1,135 @@
+// An engine's driver config: what it reads, and how each mistake is named.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kvblob/host/config.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A config file in a scratch folder, removed with the object.
+struct ConfigFile {
+    explicit ConfigFile(const std::string &text)
+    {
+        static int n = 0;
+        dir = fs::temp_directory_path() / ("kvblob-config-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+        fs::create_directories(dir);
+        path = dir / "engine.toml";
+        std::ofstream(path) << text;
+    }
+    ~ConfigFile() { fs::remove_all(dir); }
+    fs::path dir, path;
+};
+
+kvblob::ConfigError config_error(const std::string &text)
+{
+    ConfigFile f(text);
+    try {
+        kvblob::read_driver_config(f.path);
+    } catch (const kvblob::ConfigError &e) {
+        CHECK_MESSAGE(std::string(e.what()).find(f.path.string()) != std::string::npos, "names the file");
+        return e;
+    }
+    FAIL("accepted:\n" << text);
+    throw;
+}
+
+}  // namespace
+
+TEST_CASE("a config names the driver, its options in order, and a search path relative to the file")
+{
+    ConfigFile f(R"([driver]
+name = "memory"
+search_path = ["plugins", "/opt/kvblob"]
+
+[driver.options]
+store = "engine-a"
+workers = 4
+hints = false
+)");
+    auto c = kvblob::read_driver_config(f.path);
+    CHECK(c.driver == "memory");
+    REQUIRE(c.options.size() == 3);
+    CHECK(c.options[0] == std::pair<std::string, std::string>("store", "engine-a"));
+    CHECK(c.options[1] == std::pair<std::string, std::string>("workers", "4"));
+    CHECK(c.options[2] == std::pair<std::string, std::string>("hints", "false"));
+    REQUIRE(c.search_path.size() == 2);
+    CHECK(c.search_path[0] == fs::absolute(f.dir / "plugins"));
+    CHECK(c.search_path[1] == fs::path("/opt/kvblob"));
+}
+
+TEST_CASE("a configured driver loads and opens with its options")
+{
+    ConfigFile f("[driver]\nname = \"memory\"\n[driver.options]\nmode = \"blocking\"\n");
+    auto c = kvblob::read_driver_config(f.path);
+    auto plugin = kvblob::load_configured_plugin(c);
+    CHECK(plugin.name() == "memory");
+    CHECK_NOTHROW(plugin.open(c.options));
+}
+
+TEST_CASE("a bad file is refused with line and column")
+{
+    auto e = config_error("[driver]\nname = \"memory\n");
+    CHECK(e.line() == 2);
+    CHECK(e.column() > 0);
+}
+
+TEST_CASE("unknown keys are refused where they stand")
+{
+    auto top = config_error("[driver]\nname = \"memory\"\n\n[engine]\nx = 1\n");
+    CHECK(top.line() == 4);
+    CHECK(std::string(top.what()).find("unknown key 'engine'") != std::string::npos);
+    auto inner = config_error("[driver]\nname = \"memory\"\nnmae = \"oops\"\n");
+    CHECK(inner.line() == 3);
+    CHECK(std::string(inner.what()).find("unknown key 'nmae' in [driver]") != std::string::npos);
+}
+
+TEST_CASE("the driver must be named once, by name or path")
+{
+    CHECK(std::string(config_error("title = 1\n").what()).find("unknown key 'title'") != std::string::npos);
+    CHECK(std::string(config_error("[other]\n").what()).find("unknown key 'other'") != std::string::npos);
+    CHECK(std::string(config_error("[driver]\n").what()).find("needs name") != std::string::npos);
+    CHECK(std::string(config_error("[driver]\nname = \"a\"\npath = \"b.so\"\n").what()).find("not both") !=
+          std::string::npos);
+    CHECK(std::string(config_error("[driver]\nname = 3\n").what()).find("non-empty string") != std::string::npos);
+    CHECK(std::string(config_error("[driver]\nname = \"m\"\n[driver.options]\nx = [1]\n").what())
+              .find("option 'x' must be") != std::string::npos);
+    CHECK(std::string(config_error("[driver]\nname = \"m\"\nsearch_path = \"plugins\"\n").what())
+              .find("search_path must be an array") != std::string::npos);
+}
+
+TEST_CASE("a missing file, a missing plugin and a refused plugin each say so")
+{
+    CHECK_THROWS_WITH_AS(kvblob::read_driver_config("/nonexistent/engine.toml"), doctest::Contains("no such file"),
+                         kvblob::ConfigError);
+
+    ConfigFile missing("[driver]\nname = \"no-such-store\"\n");
+    try {
+        kvblob::load_configured_plugin(kvblob::read_driver_config(missing.path));
+        FAIL("loaded");
+    } catch (const kvblob::LoadError &e) {
+        CHECK(e.stage() == kvblob::LoadStage::open);
+        CHECK(std::string(e.what()).find("libkvblob_no-such-store.so") != std::string::npos);
+        CHECK(std::string(e.what()).find(missing.path.string()) != std::string::npos);
+    }
+
+    // A refused plugin, found through the config's own search path.
+    ConfigFile refused("[driver]\nname = \"fixture_no_entry\"\nsearch_path = [\"" KVBLOB_FIXTURE_DIR "\"]\n");
+    try {
+        kvblob::load_configured_plugin(kvblob::read_driver_config(refused.path));
+        FAIL("loaded");
+    } catch (const kvblob::LoadError &e) {
+        CHECK(e.stage() == kvblob::LoadStage::entry);
+        CHECK(e.rule() == "R-LOAD-2");
+        CHECK(std::string(e.what()).find(refused.path.string()) != std::string::npos);
+    }
+}
+
+TEST_CASE("a relative plugin path is relative to the config file")
+{
+    ConfigFile f("[driver]\npath = \"drivers/libkvblob_x.so\"\n");
+    CHECK(kvblob::read_driver_config(f.path).driver == (f.dir / "drivers/libkvblob_x.so").string());
+}
