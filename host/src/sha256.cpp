@@ -41,7 +41,28 @@ public:
         }
     }
 
+    std::array<uint8_t, 32> digest()
+    {
+        finish();
+        std::array<uint8_t, 32> out{};
+        for (size_t i = 0; i < 8; ++i)
+            for (size_t b = 0; b < 4; ++b) out[4 * i + b] = static_cast<uint8_t>(h_[i] >> (24 - 8 * b));
+        return out;
+    }
+
     std::string hex_digest()
+    {
+        std::string out;
+        for (uint8_t byte : digest()) {
+            out += "0123456789abcdef"[byte >> 4];
+            out += "0123456789abcdef"[byte & 0xF];
+        }
+        return out;
+    }
+
+private:
+    // Pads and processes the last block (FIPS 180-4 5.1.1).
+    void finish()
     {
         const uint64_t bits = length_ * 8;
         const uint8_t one = 0x80, zero = 0;
@@ -50,13 +71,8 @@ public:
         uint8_t len[8];
         for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
         update(len, 8);
-        std::string out;
-        for (uint32_t word : h_)
-            for (int shift = 28; shift >= 0; shift -= 4) out += "0123456789abcdef"[(word >> shift) & 0xF];
-        return out;
     }
 
-private:
     void compress(const uint8_t *block)
     {
         uint32_t w[64];
@@ -92,6 +108,13 @@ private:
 };
 
 }  // namespace
+
+std::array<uint8_t, 32> sha256_digest(std::string_view bytes)
+{
+    Sha256 s;
+    s.update(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+    return s.digest();
+}
 
 std::string sha256_hex(std::string_view bytes)
 {

@@ -2,11 +2,16 @@
 // loaded. Not for secrets: no constant-time guarantees.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
 
 namespace kvblob {
+
+// The 32-byte digest of bytes.
+std::array<uint8_t, 32> sha256_digest(std::string_view bytes);
 
 // Lowercase hex digest of bytes.
 std::string sha256_hex(std::string_view bytes);
