@@ -1,9 +1,12 @@
 #include "kvblob/host/driver.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <regex>
 #include <thread>
 #include <utility>
 
+#include "answers.hpp"
 #include "driver_core.hpp"
 
 namespace kvblob {
@@ -95,12 +98,6 @@ void DriverCore::note(kvblob_log_level level, const std::string &message) const
     if (services_->sink) services_->sink(level, message);
 }
 
-void DriverCore::park(kvblob_op_t *op)
-{
-    std::lock_guard lock(mu_);
-    parked_.push_back(op);
-}
-
 void DriverCore::pin(kvblob_region_t *region)
 {
     std::lock_guard lock(mu_);
@@ -112,8 +109,8 @@ kvblob_status DriverCore::shutdown(std::chrono::nanoseconds timeout)
     std::lock_guard lock(mu_);
     if (closed_ || !handle) return KVBLOB_OK;
     kvblob_status st = table->drain(handle, static_cast<uint64_t>(timeout.count()));
-    std::erase_if(parked_, [&](kvblob_op_t *op) { return table->release(handle, op) == KVBLOB_OK; });
-    std::erase_if(pinned_, [&](kvblob_region_t *r) { return table->unregister_region(handle, r) == KVBLOB_OK; });
+    std::erase_if(parked_, [&](kvblob_op_t *op) { return release_locked(op) == KVBLOB_OK; });
+    std::erase_if(pinned_, [&](kvblob_region_t *r) { return unregister_locked(r) == KVBLOB_OK; });
     // Close only when nothing is left that the driver may still touch.
     if (st == KVBLOB_OK) st = parked_.empty() && pinned_.empty() ? table->close(handle) : KVBLOB_E_BUSY;
     if (st != KVBLOB_OK) {
@@ -129,6 +126,222 @@ kvblob_status DriverCore::shutdown(std::chrono::nanoseconds timeout)
     closed_ = true;
     handle = nullptr;
     return KVBLOB_OK;
+}
+
+// ---- enforced calls ---------------------------------------------------------
+
+kvblob_region_t *DriverCore::register_region(const kvblob_region_desc_t &desc)
+{
+    if (desc.kind == KVBLOB_MEMORY_DEVICE && !(caps.flags & KVBLOB_CAP_DEVICE_MEMORY))
+        throw CallError(KVBLOB_E_REJECTED, "R-ADM-8",
+                        "DEVICE memory, but driver " + name + " does not declare device_memory");
+    if (desc.kind != KVBLOB_MEMORY_HOST && desc.kind != KVBLOB_MEMORY_DEVICE)
+        throw CallError(KVBLOB_E_REJECTED, "R-ADM-8", "unknown memory kind " + std::to_string(desc.kind));
+    if (!desc.base || desc.size == 0)
+        throw CallError(KVBLOB_E_REJECTED, "R-REG-1", "a region needs a base address and a positive size");
+    char err[512] = {0};
+    kvblob_region_t *region = nullptr;
+    kvblob_status st = table->register_region(handle, &desc, &region, err, sizeof err);
+    err[sizeof err - 1] = '\0';
+    if (st != KVBLOB_OK || !region)
+        throw CallError(st == KVBLOB_OK ? KVBLOB_E_INTERNAL : st, desc.kind == KVBLOB_MEMORY_DEVICE ? "R-ADM-8" : "R-REG-1",
+                        "driver " + name + " refused the registration: " + err);
+    std::lock_guard lock(mu_);
+    regions_[region] = RegionRecord{static_cast<const uint8_t *>(desc.base), desc.size, desc.kind, 0, false};
+    return region;
+}
+
+kvblob_status DriverCore::unregister_region(kvblob_region_t *region)
+{
+    std::lock_guard lock(mu_);
+    return unregister_locked(region);
+}
+
+kvblob_status DriverCore::unregister_locked(kvblob_region_t *region)
+{
+    auto it = regions_.find(region);
+    if (it == regions_.end()) return KVBLOB_E_INVALID;
+    if (it->second.open_ops) {
+        // Some of the operations naming it may have ended since last asked.
+        for (auto &[op, record] : ops_)
+            if (!record.access_settled &&
+                std::find(record.regions.begin(), record.regions.end(), region) != record.regions.end())
+                observe_access(op, record);
+    }
+    if (it->second.pinned) return KVBLOB_E_UNPROVABLE;  // R-REG-2: for good
+    if (it->second.open_ops) return KVBLOB_E_BUSY;      // R-REG-1: the driver is not even asked
+    kvblob_status st = table->unregister_region(handle, region);
+    if (st == KVBLOB_OK) regions_.erase(it);
+    return st;
+}
+
+kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
+{
+    decltype(table->put) slot = nullptr;
+    switch (kind) {
+    case OpKind::put: slot = table->put; break;
+    case OpKind::get: slot = table->get; break;
+    case OpKind::probe: slot = (caps.flags & KVBLOB_CAP_PROBE) ? table->probe : nullptr; break;
+    case OpKind::remove: slot = (caps.flags & KVBLOB_CAP_REMOVE) ? table->remove : nullptr; break;
+    }
+    if (!slot)
+        throw CallError(KVBLOB_E_UNSUPPORTED, "R-CAP-1",
+                        std::string(to_string(kind)) + " is not declared by driver " + name);
+    AdmissionVerdict verdict;
+    {
+        std::lock_guard lock(mu_);
+        verdict = admit(caps, kind, batch, [&](kvblob_region_t *r) -> const RegionRecord * {
+            auto it = regions_.find(r);
+            return it == regions_.end() ? nullptr : &it->second;
+        });
+        if (!verdict.rule.empty())
+            throw CallError(KVBLOB_E_REJECTED, verdict.rule,
+                            std::string(to_string(kind)) + " refused before reaching driver " + name + ": " +
+                                verdict.reason);
+        // Counted before dispatch, so no unregister can slip in meanwhile.
+        for (auto *r : verdict.regions) ++regions_[r].open_ops;
+    }
+    char err[512] = {0};
+    kvblob_op_t *op = nullptr;
+    kvblob_status st = slot(handle, &batch, &op, err, sizeof err);
+    err[sizeof err - 1] = '\0';
+    std::lock_guard lock(mu_);
+    if (st != KVBLOB_OK || !op) {
+        for (auto *r : verdict.regions) --regions_[r].open_ops;
+        std::smatch rule;
+        const std::string text = err;
+        const bool cited = std::regex_search(text, rule, std::regex(R"(R-[A-Z]+-[0-9]+)"));
+        throw CallError(st == KVBLOB_OK ? KVBLOB_E_INTERNAL : st, cited ? rule.str() : "R-ADM-1",
+                        std::string(to_string(kind)) + " refused by driver " + name + ": " + text);
+    }
+    OpRecord record;
+    record.kind = kind;
+    record.rows = batch.row_count;
+    record.regions = std::move(verdict.regions);
+    ops_[op] = std::move(record);
+    return op;
+}
+
+kvblob_access DriverCore::observe_access(kvblob_op_t *op, OpRecord &record)
+{
+    const kvblob_access a = table->access(handle, op);
+    if (record.access_settled) return a;
+    if (a == KVBLOB_ACCESS_ENDED) {
+        for (auto *r : record.regions)
+            if (auto it = regions_.find(r); it != regions_.end() && it->second.open_ops) --it->second.open_ops;
+        record.access_settled = true;
+    } else if (a == KVBLOB_ACCESS_UNPROVABLE) {
+        for (auto *r : record.regions)
+            if (auto it = regions_.find(r); it != regions_.end()) it->second.pinned = true;
+        record.access_settled = true;
+        note(KVBLOB_LOG_WARN, "driver " + name + ": an operation's access is unprovable; its " +
+                                  std::to_string(record.regions.size()) +
+                                  " region(s) stay registered and their memory must stay alive for the life of "
+                                  "the process (R-REG-2)");
+    } else if (a != KVBLOB_ACCESS_OPEN) {
+        if (record.rules_logged.insert("R-ACC-1").second)
+            note(KVBLOB_LOG_MISBEHAVING, "driver " + name + " broke R-ACC-1: access answered " + std::to_string(a) +
+                                             "; taken as still open");
+        return KVBLOB_ACCESS_OPEN;
+    }
+    return a;
+}
+
+bool DriverCore::is_final(kvblob_op_t *op)
+{
+    uint32_t fin = 0;
+    return table->poll(handle, op, &fin) == KVBLOB_OK && fin != 0;
+}
+
+kvblob_access DriverCore::access(kvblob_op_t *op)
+{
+    std::lock_guard lock(mu_);
+    auto it = ops_.find(op);
+    return it == ops_.end() ? table->access(handle, op) : observe_access(op, it->second);
+}
+
+std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
+{
+    const bool final = is_final(op);
+    std::unique_lock lock(mu_);
+    auto it = ops_.find(op);
+    if (it == ops_.end()) return {};
+    OpRecord &record = it->second;
+    std::vector<kvblob_row_status_t> raw(record.rows);
+    for (auto &r : raw) r = {sizeof(kvblob_row_status_t), KVBLOB_ROW_PENDING, 0, 0};
+    const kvblob_status st = record.rows ? table->results(handle, op, 0, record.rows, raw.data()) : KVBLOB_OK;
+    std::vector<RowStatus> out(record.rows);
+    if (!final) {  // rows may still be pending; nothing is final to check yet
+        for (size_t i = 0; i < raw.size(); ++i)
+            out[i] = {st == KVBLOB_OK ? raw[i].result : KVBLOB_ROW_PENDING, raw[i].driver_code};
+        return out;
+    }
+    auto checked = check_answers(record.kind, record.cancel_requested, st, raw, record.first_final);
+    for (size_t i = 0; i < checked.size(); ++i) {
+        out[i] = checked[i].status;
+        if (checked[i].broken_rule.empty()) continue;
+        record.host_messages[i] = "host: driver broke " + checked[i].broken_rule + ": " + checked[i].why;
+        if (record.rules_logged.insert(checked[i].broken_rule).second)
+            note(KVBLOB_LOG_MISBEHAVING, "driver " + name + " broke " + checked[i].broken_rule + " (row " +
+                                             std::to_string(i) + "): " + checked[i].why);
+    }
+    if (!record.first_final) record.first_final = out;
+    return out;
+}
+
+std::string DriverCore::message(kvblob_op_t *op, uint64_t row)
+{
+    {
+        std::lock_guard lock(mu_);
+        if (auto it = ops_.find(op); it != ops_.end())
+            if (auto m = it->second.host_messages.find(row); m != it->second.host_messages.end()) return m->second;
+    }
+    char buf[512] = {0};
+    table->row_message(handle, op, row, buf, sizeof buf);
+    buf[sizeof buf - 1] = '\0';
+    return buf;
+}
+
+kvblob_status DriverCore::cancel(kvblob_op_t *op)
+{
+    {
+        std::lock_guard lock(mu_);
+        if (auto it = ops_.find(op); it != ops_.end()) it->second.cancel_requested = true;
+    }
+    return table->cancel(handle, op);
+}
+
+kvblob_status DriverCore::release(kvblob_op_t *op)
+{
+    std::lock_guard lock(mu_);
+    return release_locked(op);
+}
+
+kvblob_status DriverCore::release_locked(kvblob_op_t *op)
+{
+    auto it = ops_.find(op);
+    if (it != ops_.end()) {
+        const kvblob_access a = observe_access(op, it->second);
+        if (a == KVBLOB_ACCESS_UNPROVABLE) return KVBLOB_E_UNPROVABLE;  // kept for good (R-OPS-1)
+        if (a != KVBLOB_ACCESS_ENDED || !is_final(op)) return KVBLOB_E_BUSY;  // the driver is not asked
+    }
+    kvblob_status st = table->release(handle, op);
+    if (st == KVBLOB_OK && it != ops_.end()) ops_.erase(it);
+    return st;
+}
+
+void DriverCore::abandon(kvblob_op_t *op)
+{
+    std::lock_guard lock(mu_);
+    kvblob_status st = release_locked(op);
+    if (st == KVBLOB_E_BUSY) {
+        // Not final or access still open: stop what has not started and keep
+        // the handle until shutdown, which releases it after its drain.
+        if (auto it = ops_.find(op); it != ops_.end()) it->second.cancel_requested = true;
+        table->cancel(handle, op);
+        st = release_locked(op);
+    }
+    if (st == KVBLOB_E_BUSY || st == KVBLOB_E_UNPROVABLE) parked_.push_back(op);
 }
 
 // ---- Region ---------------------------------------------------------------
@@ -151,7 +364,7 @@ Region &Region::operator=(Region &&o) noexcept
 kvblob_status Region::unregister()
 {
     if (!handle_) return KVBLOB_OK;
-    kvblob_status st = core_->table->unregister_region(core_->handle, handle_);
+    kvblob_status st = core_->unregister_region(handle_);
     if (st == KVBLOB_OK) handle_ = nullptr;
     return st;
 }
@@ -191,36 +404,23 @@ Operation &Operation::operator=(Operation &&o) noexcept
 }
 Operation::~Operation() { abandon(); }
 
+void Operation::abandon() noexcept
+{
+    if (!handle_) return;
+    core_->abandon(handle_);
+    handle_ = nullptr;
+}
+
 kvblob_status Operation::release()
 {
     if (!handle_) return KVBLOB_E_INVALID;
-    kvblob_status st = core_->table->release(core_->handle, handle_);
+    kvblob_status st = core_->release(handle_);
     if (st == KVBLOB_OK) handle_ = nullptr;
     return st;
 }
 
-void Operation::abandon() noexcept
-{
-    if (!handle_) return;
-    kvblob_status st = release();
-    if (st == KVBLOB_E_BUSY) {
-        // Not final or access still open: stop what has not started and let
-        // the driver object release it after its drain (R-OPS-1).
-        core_->table->cancel(core_->handle, handle_);
-        st = release();
-    }
-    // Still busy, or unprovable (kept for good): the driver object holds it.
-    if (st == KVBLOB_E_BUSY || st == KVBLOB_E_UNPROVABLE) core_->park(handle_);
-    handle_ = nullptr;
-}
-
-bool Operation::is_final() const
-{
-    uint32_t fin = 0;
-    return core_->table->poll(core_->handle, handle_, &fin) == KVBLOB_OK && fin != 0;
-}
-
-kvblob_access Operation::access() const { return core_->table->access(core_->handle, handle_); }
+bool Operation::is_final() const { return core_->is_final(handle_); }
+kvblob_access Operation::access() const { return core_->access(handle_); }
 
 bool Operation::wait(std::chrono::milliseconds timeout) const
 {
@@ -234,26 +434,9 @@ bool Operation::wait(std::chrono::milliseconds timeout) const
     return true;
 }
 
-std::vector<RowStatus> Operation::results() const
-{
-    std::vector<kvblob_row_status_t> raw(rows_);
-    for (auto &r : raw) r.struct_size = sizeof r;
-    std::vector<RowStatus> out(rows_);
-    if (rows_ && core_->table->results(core_->handle, handle_, 0, rows_, raw.data()) == KVBLOB_OK)
-        for (uint64_t i = 0; i < rows_; ++i) out[i] = {raw[i].result, raw[i].driver_code};
-    return out;
-}
-
-std::string Operation::message(uint64_t row) const
-{
-    char buf[512];
-    buf[0] = '\0';
-    core_->table->row_message(core_->handle, handle_, row, buf, sizeof buf);
-    buf[sizeof buf - 1] = '\0';
-    return buf;
-}
-
-kvblob_status Operation::cancel() const { return core_->table->cancel(core_->handle, handle_); }
+std::vector<RowStatus> Operation::results() const { return core_->results(handle_); }
+std::string Operation::message(uint64_t row) const { return core_->message(handle_, row); }
+kvblob_status Operation::cancel() const { return core_->cancel(handle_); }
 
 // ---- Driver ---------------------------------------------------------------
 
@@ -265,36 +448,11 @@ const kvblob_caps_t &Driver::caps() const noexcept { return core_->caps; }
 const kvblob_scenarios_t *Driver::scenarios() const noexcept { return core_->scenarios; }
 const std::string &Driver::name() const noexcept { return core_->name; }
 
-Region Driver::register_region(const kvblob_region_desc_t &desc)
-{
-    char err[512] = {0};
-    kvblob_region_t *handle = nullptr;
-    kvblob_status st = core_->table->register_region(core_->handle, &desc, &handle, err, sizeof err);
-    err[sizeof err - 1] = '\0';
-    if (st != KVBLOB_OK || !handle)
-        throw CallError(st, desc.kind == KVBLOB_MEMORY_DEVICE ? "R-ADM-8" : "R-REG-1",
-                        "register_region refused: " + std::string(err));
-    return Region(core_, handle);
-}
+Region Driver::register_region(const kvblob_region_desc_t &desc) { return Region(core_, core_->register_region(desc)); }
 
 Operation Driver::submit(OpKind kind, const kvblob_batch_t &batch)
 {
-    const auto &t = *core_->table;
-    decltype(t.put) slot = nullptr;
-    switch (kind) {
-    case OpKind::put: slot = t.put; break;
-    case OpKind::get: slot = t.get; break;
-    case OpKind::probe: slot = has(KVBLOB_CAP_PROBE) ? t.probe : nullptr; break;
-    case OpKind::remove: slot = has(KVBLOB_CAP_REMOVE) ? t.remove : nullptr; break;
-    }
-    if (!slot) throw CallError(KVBLOB_E_UNSUPPORTED, "R-CAP-1", std::string(to_string(kind)) + " is not declared");
-    char err[512] = {0};
-    kvblob_op_t *op = nullptr;
-    kvblob_status st = slot(core_->handle, &batch, &op, err, sizeof err);
-    err[sizeof err - 1] = '\0';
-    if (st != KVBLOB_OK || !op)
-        throw CallError(st, "R-ADM-1", std::string(to_string(kind)) + " refused: " + err);
-    return Operation(core_, op, batch.row_count);
+    return Operation(core_, core_->submit(kind, batch), batch.row_count);
 }
 
 kvblob_status Driver::drain(std::chrono::nanoseconds timeout)

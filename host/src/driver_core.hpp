@@ -1,4 +1,6 @@
-// The shared state behind Driver, Region and Operation. Internal.
+// The shared state behind Driver, Region and Operation: the driver handle,
+// and the host's own record of every registration and operation, which it
+// enforces the contract with, whatever the driver does. Internal.
 //
 // Region and Operation objects hold it by shared_ptr, so the driver is shut
 // down only when the last of them is gone: an operation can never outlive
@@ -8,11 +10,16 @@
 #include <kvblob/kvblob.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "admission.hpp"
 #include "kvblob/host/driver.hpp"
 #include "library.hpp"
 
@@ -20,20 +27,29 @@ namespace kvblob {
 
 class DriverCore {
 public:
-    DriverCore(std::shared_ptr<Library> library, const kvblob_plugin_t *table, std::string name,
-               LogSink sink);
+    DriverCore(std::shared_ptr<Library> library, const kvblob_plugin_t *table, std::string name, LogSink sink);
     DriverCore(const DriverCore &) = delete;
     DriverCore &operator=(const DriverCore &) = delete;
     ~DriverCore();
 
     void adopt(kvblob_driver_t *handle, const kvblob_caps_t &caps);
     void note(kvblob_log_level level, const std::string &message) const;
-
-    // An operation whose owner let go before it could be released.
-    void park(kvblob_op_t *op);
-    // A region the driver would not unregister yet.
-    void pin(kvblob_region_t *region);
     kvblob_status shutdown(std::chrono::nanoseconds timeout);
+
+    // ---- enforced calls (each refuses before dispatch where the host can) ----
+    kvblob_region_t *register_region(const kvblob_region_desc_t &desc);  // throws CallError
+    kvblob_status unregister_region(kvblob_region_t *region);
+    kvblob_op_t *submit(OpKind kind, const kvblob_batch_t &batch);  // throws CallError
+    bool is_final(kvblob_op_t *op);
+    kvblob_access access(kvblob_op_t *op);
+    std::vector<RowStatus> results(kvblob_op_t *op);
+    std::string message(kvblob_op_t *op, uint64_t row);
+    kvblob_status cancel(kvblob_op_t *op);
+    kvblob_status release(kvblob_op_t *op);
+    // The owner let go: release now, or cancel and keep it until shutdown.
+    void abandon(kvblob_op_t *op);
+    // A registration the caller let go of that could not end yet.
+    void pin(kvblob_region_t *region);
 
     // What the host lends the driver at open (kvblob_host_services_t and the
     // log sink behind it). The ABI keeps it valid until close succeeds, so it
@@ -52,8 +68,26 @@ public:
     const kvblob_scenarios_t *scenarios = nullptr;
 
 private:
+    struct OpRecord {
+        OpKind kind = OpKind::put;
+        uint64_t rows = 0;
+        std::vector<kvblob_region_t *> regions;
+        bool access_settled = false;  // ENDED or UNPROVABLE seen and accounted
+        bool cancel_requested = false;
+        std::optional<std::vector<RowStatus>> first_final;
+        std::map<uint64_t, std::string> host_messages;  // rows the host turned into FAULT
+        std::set<std::string> rules_logged;
+    };
+    // Caller holds mu_. Asks the driver for op's access and accounts for it
+    // once it has ended (or become unprovable).
+    kvblob_access observe_access(kvblob_op_t *op, OpRecord &record);
+    kvblob_status release_locked(kvblob_op_t *op);
+    kvblob_status unregister_locked(kvblob_region_t *region);
+
     std::unique_ptr<Services> services_;
     std::mutex mu_;
+    std::unordered_map<kvblob_region_t *, RegionRecord> regions_;
+    std::unordered_map<kvblob_op_t *, OpRecord> ops_;
     std::vector<kvblob_op_t *> parked_;
     std::vector<kvblob_region_t *> pinned_;
     bool closed_ = false;
