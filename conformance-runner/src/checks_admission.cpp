@@ -160,14 +160,10 @@ void add_admission_checks(std::vector<Check> &out)
                        GuardedBuffer src(3 * 1024), dst(3 * 1024);
                        fill_pattern(src.data(), src.size(), 9);
                        auto rs = c.reg(d, src), rd = c.reg(d, dst);
-                       Batch put, get;
-                       for (int i = 0; i < 3; ++i) {
-                           put.row(c.key(std::to_string(i)), {make_span(rs, i * 1024, 1024)});
-                           get.row(c.key(std::to_string(i)), {make_span(rd, i * 1024, 1024)});
-                       }
-                       c.run(d, OpKind::put, put);
+                       auto rows = row_pairs(c, rs, rd, 3, 1024);
+                       c.run(d, OpKind::put, rows.put);
                        c.stage(d, "stage_failing_read", c.key("1"), "R-ADM-1");
-                       auto res = c.run(d, OpKind::get, get);
+                       auto res = c.run(d, OpKind::get, rows.get);
                        expect(res[1].result == KVBLOB_ROW_FAULT, "R-ROW-4",
                               std::string("the failing row is ") + kvblob_row_result_name(res[1].result));
                        for (int i : {0, 2})

@@ -53,6 +53,21 @@ private:
     std::exception_ptr first_error_;
 };
 
+// A put of n rows of size bytes from src and the get of the same keys into
+// dst: row i at offset i * size of each region, keyed by i.
+struct RowPairs {
+    Batch put, get;
+};
+inline RowPairs row_pairs(const Context &c, kvblob_region_t *src, kvblob_region_t *dst, size_t n, uint64_t size)
+{
+    RowPairs pairs;
+    for (size_t i = 0; i < n; ++i) {
+        pairs.put.row(c.key(std::to_string(i)), {make_span(src, i * size, size)});
+        pairs.get.row(c.key(std::to_string(i)), {make_span(dst, i * size, size)});
+    }
+    return pairs;
+}
+
 void add_data_checks(std::vector<Check> &out);
 void add_admission_checks(std::vector<Check> &out);
 void add_lifetime_checks(std::vector<Check> &out);

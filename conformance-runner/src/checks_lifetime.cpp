@@ -16,14 +16,10 @@ void add_lifetime_checks(std::vector<Check> &out)
                        GuardedBuffer src(64 * 1024), dst(64 * 1024);
                        fill_pattern(src.data(), src.size(), 5);
                        auto rs = c.reg(d, src), rd = c.reg(d, dst);
-                       Batch put, get;
-                       for (int i = 0; i < 16; ++i) {
-                           put.row(c.key(std::to_string(i)), {make_span(rs, i * 4096, 4096)});
-                           get.row(c.key(std::to_string(i)), {make_span(rd, i * 4096, 4096)});
-                       }
-                       c.run(d, OpKind::put, put);
-                       src.revoke_for(50);  // a late read faults: the child dies and is reported
-                       c.run(d, OpKind::get, get);
+                       auto rows = row_pairs(c, rs, rd, 16, 4096);
+                       c.run(d, OpKind::put, rows.put);
+                       src.revoke_for(50);  // a late touch faults: FAIL [R-REG-3]
+                       c.run(d, OpKind::get, rows.get);
                        dst.revoke_for(50);
                        expect(std::memcmp(src.data(), dst.data(), src.size()) == 0, "R-ROW-6", "bytes differ");
                    }});
