@@ -198,6 +198,12 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &stop, nullptr);
     sigaction(SIGTERM, &stop, nullptr);
 
+    // The command that reruns one check exactly: the same driver, options,
+    // seed and timeout.
+    std::string rerun_prefix = std::string(argv[0]) + " --driver '" + driver + "'";
+    for (const auto &kv : raw_options) rerun_prefix += " --option '" + kv + "'";
+    rerun_prefix += " --seed " + std::to_string(seed) + " --timeout " + std::to_string(timeout);
+
     struct Row {
         const Check *check;
         Outcome outcome;
@@ -252,8 +258,7 @@ int main(int argc, char **argv)
                 if (!o.message.empty()) std::cout << ": " << o.message;
                 std::cout << "\n";
                 if (o.status == Status::fail || o.status == Status::crash || o.status == Status::timeout)
-                    std::cout << "    rerun: " << argv[0] << " --driver " << driver << " --filter '" << c.id
-                              << "' --seed " << seed << "\n";
+                    std::cout << "    rerun: " << rerun_prefix << " --filter '" << c.id << "'\n";
                 std::cout << std::flush;
             }
             if (json_out.is_open())

@@ -117,9 +117,18 @@ TEST_CASE("--expectations: a known failure is XFAIL, and an expected failure tha
     CHECK(runner("--driver memory --expectations " + file).exit_code == 2);  // unreadable file: usage error
 }
 
-TEST_CASE("a failure prints the one-line command that reruns just that check")
+TEST_CASE("a failure prints the one-line command that reruns just that check, options included")
 {
-    auto r = runner("--driver " KVBLOB_FIXTURE_DIR "/libkvblob_fixture_good.so --filter data.round-trip.one-row");
+    auto r = runner("--driver " KVBLOB_FIXTURE_DIR "/libkvblob_fixture_good.so --option greeting=hi --seed 7 "
+                    "--filter data.round-trip.one-row");
     CHECK(r.exit_code == 1);
-    CHECK(r.output.find("--filter 'data.round-trip.one-row' --seed ") != std::string::npos);
+    const auto at = r.output.find("    rerun: ");
+    REQUIRE(at != std::string::npos);
+    const auto line = r.output.substr(at + 11, r.output.find('\n', at) - at - 11);
+    CHECK(line.find("--option 'greeting=hi' --seed 7 --timeout 60 --filter 'data.round-trip.one-row'") !=
+          std::string::npos);
+    // And running it reproduces the failure.
+    auto again = run_command(line);
+    CHECK(again.exit_code == 1);
+    CHECK(again.output.find("[FAIL] data.round-trip.one-row") != std::string::npos);
 }
