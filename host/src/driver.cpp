@@ -100,13 +100,13 @@ void DriverCore::note(kvblob_log_level level, const std::string &message) const
 
 void DriverCore::pin(kvblob_region_t *region)
 {
-    std::lock_guard lock(mu_);
+    Locked locked(*this);
     pinned_.push_back(region);
 }
 
 kvblob_status DriverCore::shutdown(std::chrono::nanoseconds timeout)
 {
-    std::lock_guard lock(mu_);
+    Locked locked(*this);
     if (closed_ || !handle) return KVBLOB_OK;
     kvblob_status st = table->drain(handle, static_cast<uint64_t>(timeout.count()));
     std::erase_if(parked_, [&](kvblob_op_t *op) { return release_locked(op) == KVBLOB_OK; });
@@ -117,7 +117,7 @@ kvblob_status DriverCore::shutdown(std::chrono::nanoseconds timeout)
         // Something may still touch memory: keep the driver open and its code
         // mapped for the life of the process rather than free anything.
         library->pin();
-        note(KVBLOB_LOG_WARN, std::string("could not close (") + kvblob_status_name(st) + "): " +
+        queue_note(KVBLOB_LOG_WARN, std::string("could not close (") + kvblob_status_name(st) + "): " +
                                   std::to_string(parked_.size()) + " operation(s) and " +
                                   std::to_string(pinned_.size()) +
                                   " region(s) stay alive for the life of the process");
@@ -146,14 +146,14 @@ kvblob_region_t *DriverCore::register_region(const kvblob_region_desc_t &desc)
     if (st != KVBLOB_OK || !region)
         throw CallError(st == KVBLOB_OK ? KVBLOB_E_INTERNAL : st, desc.kind == KVBLOB_MEMORY_DEVICE ? "R-ADM-8" : "R-REG-1",
                         "driver " + name + " refused the registration: " + err);
-    std::lock_guard lock(mu_);
+    Locked locked(*this);
     regions_[region] = RegionRecord{static_cast<const uint8_t *>(desc.base), desc.size, desc.kind, 0, false};
     return region;
 }
 
 kvblob_status DriverCore::unregister_region(kvblob_region_t *region)
 {
-    std::lock_guard lock(mu_);
+    Locked locked(*this);
     return unregister_locked(region);
 }
 
@@ -189,7 +189,7 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
                         std::string(to_string(kind)) + " is not declared by driver " + name);
     AdmissionVerdict verdict;
     {
-        std::lock_guard lock(mu_);
+        Locked locked(*this);
         verdict = admit(caps, kind, batch, [&](kvblob_region_t *r) -> const RegionRecord * {
             auto it = regions_.find(r);
             return it == regions_.end() ? nullptr : &it->second;
@@ -205,7 +205,7 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
     kvblob_op_t *op = nullptr;
     kvblob_status st = slot(handle, &batch, &op, err, sizeof err);
     err[sizeof err - 1] = '\0';
-    std::lock_guard lock(mu_);
+    Locked locked(*this);
     if (st != KVBLOB_OK || !op) {
         for (auto *r : verdict.regions) --regions_[r].open_ops;
         std::smatch rule;
@@ -234,13 +234,13 @@ kvblob_access DriverCore::observe_access(kvblob_op_t *op, OpRecord &record)
         for (auto *r : record.regions)
             if (auto it = regions_.find(r); it != regions_.end()) it->second.pinned = true;
         record.access_settled = true;
-        note(KVBLOB_LOG_WARN, "driver " + name + ": an operation's access is unprovable; its " +
+        queue_note(KVBLOB_LOG_WARN, "driver " + name + ": an operation's access is unprovable; its " +
                                   std::to_string(record.regions.size()) +
                                   " region(s) stay registered and their memory must stay alive for the life of "
                                   "the process (R-REG-2)");
     } else if (a != KVBLOB_ACCESS_OPEN) {
         if (record.rules_logged.insert("R-ACC-1").second)
-            note(KVBLOB_LOG_MISBEHAVING, "driver " + name + " broke R-ACC-1: access answered " + std::to_string(a) +
+            queue_note(KVBLOB_LOG_MISBEHAVING, "driver " + name + " broke R-ACC-1: access answered " + std::to_string(a) +
                                              "; taken as still open");
         return KVBLOB_ACCESS_OPEN;
     }
@@ -255,7 +255,7 @@ bool DriverCore::is_final(kvblob_op_t *op)
 
 kvblob_access DriverCore::access(kvblob_op_t *op)
 {
-    std::lock_guard lock(mu_);
+    Locked locked(*this);
     auto it = ops_.find(op);
     return it == ops_.end() ? table->access(handle, op) : observe_access(op, it->second);
 }
@@ -263,7 +263,7 @@ kvblob_access DriverCore::access(kvblob_op_t *op)
 std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
 {
     const bool final = is_final(op);
-    std::unique_lock lock(mu_);
+    Locked locked(*this);
     auto it = ops_.find(op);
     if (it == ops_.end()) return {};
     OpRecord &record = it->second;
@@ -282,7 +282,7 @@ std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
         if (checked[i].broken_rule.empty()) continue;
         record.host_messages[i] = "host: driver broke " + checked[i].broken_rule + ": " + checked[i].why;
         if (record.rules_logged.insert(checked[i].broken_rule).second)
-            note(KVBLOB_LOG_MISBEHAVING, "driver " + name + " broke " + checked[i].broken_rule + " (row " +
+            queue_note(KVBLOB_LOG_MISBEHAVING, "driver " + name + " broke " + checked[i].broken_rule + " (row " +
                                              std::to_string(i) + "): " + checked[i].why);
     }
     if (!record.first_final) record.first_final = out;
@@ -292,7 +292,7 @@ std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
 std::string DriverCore::message(kvblob_op_t *op, uint64_t row)
 {
     {
-        std::lock_guard lock(mu_);
+        Locked locked(*this);
         if (auto it = ops_.find(op); it != ops_.end())
             if (auto m = it->second.host_messages.find(row); m != it->second.host_messages.end()) return m->second;
     }
@@ -305,7 +305,7 @@ std::string DriverCore::message(kvblob_op_t *op, uint64_t row)
 kvblob_status DriverCore::cancel(kvblob_op_t *op)
 {
     {
-        std::lock_guard lock(mu_);
+        Locked locked(*this);
         if (auto it = ops_.find(op); it != ops_.end()) it->second.cancel_requested = true;
     }
     return table->cancel(handle, op);
@@ -313,7 +313,7 @@ kvblob_status DriverCore::cancel(kvblob_op_t *op)
 
 kvblob_status DriverCore::release(kvblob_op_t *op)
 {
-    std::lock_guard lock(mu_);
+    Locked locked(*this);
     return release_locked(op);
 }
 
@@ -332,7 +332,7 @@ kvblob_status DriverCore::release_locked(kvblob_op_t *op)
 
 void DriverCore::abandon(kvblob_op_t *op)
 {
-    std::lock_guard lock(mu_);
+    Locked locked(*this);
     kvblob_status st = release_locked(op);
     if (st == KVBLOB_E_BUSY) {
         // Not final or access still open: stop what has not started and keep

@@ -68,6 +68,28 @@ public:
     const kvblob_scenarios_t *scenarios = nullptr;
 
 private:
+    // Holds mu_. Log lines queued while it is held are sent after it is
+    // released, so an engine's log sink may call back into the host.
+    class Locked {
+    public:
+        explicit Locked(DriverCore &core) : core_(core), lock_(core.mu_) {}
+        Locked(const Locked &) = delete;
+        Locked &operator=(const Locked &) = delete;
+        ~Locked()
+        {
+            auto notes = std::move(core_.queued_notes_);
+            core_.queued_notes_.clear();
+            lock_.unlock();
+            for (const auto &[level, message] : notes) core_.note(level, message);
+        }
+
+    private:
+        DriverCore &core_;
+        std::unique_lock<std::mutex> lock_;
+    };
+    // Caller holds mu_ (through Locked).
+    void queue_note(kvblob_log_level level, std::string message) { queued_notes_.emplace_back(level, std::move(message)); }
+
     struct OpRecord {
         OpKind kind = OpKind::put;
         uint64_t rows = 0;
@@ -78,7 +100,7 @@ private:
         std::map<uint64_t, std::string> host_messages;  // rows the host turned into FAULT
         std::set<std::string> rules_logged;
     };
-    // Caller holds mu_. Asks the driver for op's access and accounts for it
+    // Caller holds mu_ (through Locked). Asks the driver for op's access and accounts for it
     // once it has ended (or become unprovable).
     kvblob_access observe_access(kvblob_op_t *op, OpRecord &record);
     kvblob_status release_locked(kvblob_op_t *op);
@@ -90,6 +112,7 @@ private:
     std::unordered_map<kvblob_op_t *, OpRecord> ops_;
     std::vector<kvblob_op_t *> parked_;
     std::vector<kvblob_region_t *> pinned_;
+    std::vector<std::pair<kvblob_log_level, std::string>> queued_notes_;
     bool closed_ = false;
 };
 

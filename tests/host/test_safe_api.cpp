@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <mutex>
+#include <optional>
 
 #include "fixtures/spy.hpp"
 #include "kvblob/host/batch.hpp"
@@ -281,4 +282,33 @@ TEST_CASE("shutdown drains, then unregisters, then closes")
         s.spy->end_access_all(s.driver.handle());
     }  // shutdown: drain, then the parked op and the pinned region, then close
     CHECK(order().substr(middle.size()) == "DUC");
+}
+
+TEST_CASE("an engine's log sink may call back into the host: no host lock is held while it runs")
+{
+    // The sink unregisters another region when it hears of unprovable
+    // access. Were the host's lock held across the sink, this would deadlock
+    // (ctest's timeout turns a hang into a failure).
+    auto plugin = kvblob::Plugin::load(KVBLOB_FIXTURE_DIR "/libkvblob_spy.so");
+    std::optional<kvblob::Region> other;
+    kvblob_status from_sink = KVBLOB_E_INTERNAL;
+    bool heard = false;
+    auto driver = plugin.open({{"access", "unprovable"}}, [&](kvblob_log_level, const std::string &m) {
+        if (!heard && m.find("unprovable") != std::string::npos && other) {
+            heard = true;
+            from_sink = other->unregister();
+        }
+    });
+    auto *pinned = new std::vector<uint8_t>(4096);  // kept alive for good: its access is never proven
+    std::vector<uint8_t> spare(4096);
+    kvblob_region_desc_t a{sizeof a, KVBLOB_MEMORY_HOST, pinned->data(), pinned->size(), 0, 0};
+    kvblob_region_desc_t b{sizeof b, KVBLOB_MEMORY_HOST, spare.data(), spare.size(), 0, 0};
+    auto region = driver.register_region(a);
+    other = driver.register_region(b);
+    Batch batch;
+    batch.row("k", {make_span(region.handle(), 0, 64)});
+    auto op = driver.submit(OpKind::put, batch.get());
+    CHECK(op.access() == KVBLOB_ACCESS_UNPROVABLE);
+    CHECK(heard);
+    CHECK(from_sink == KVBLOB_OK);
 }
