@@ -59,7 +59,7 @@ DriverConfig read_driver_config(const fs::path &file)
     only_keys(file, root, {"driver"}, "the file");
     auto *driver = root["driver"].as_table();
     if (!driver) throw ConfigError(file, 0, 0, "no [driver] table: name the driver to load");
-    only_keys(file, *driver, {"name", "path", "search_path", "options"}, "[driver]");
+    only_keys(file, *driver, {"name", "path", "search_path", "options", "sha256", "allow_untrusted_file"}, "[driver]");
 
     DriverConfig config;
     config.file = fs::absolute(file);
@@ -84,6 +84,17 @@ DriverConfig read_driver_config(const fs::path &file)
             config.search_path.push_back(p.is_relative() ? (config.file.parent_path() / p).lexically_normal() : p);
         }
     }
+    if (const auto *pin = driver->get("sha256")) {
+        const auto *digest = pin->as_string();
+        const bool hex64 = digest && digest->get().size() == 64 &&
+                           digest->get().find_first_not_of("0123456789abcdef") == std::string::npos;
+        if (!hex64) fail(file, pin->source(), "sha256 must be 64 lowercase hex digits");
+        config.sha256 = digest->get();
+    }
+    if (const auto *allow = driver->get("allow_untrusted_file")) {
+        if (!allow->is_boolean()) fail(file, allow->source(), "allow_untrusted_file must be true or false");
+        config.allow_untrusted_file = allow->as_boolean()->get();
+    }
     if (const auto *opts = driver->get("options")) {
         const auto *table = opts->as_table();
         if (!table) fail(file, opts->source(), "[driver.options] must be a table of key = value");
@@ -105,7 +116,7 @@ DriverConfig read_driver_config(const fs::path &file)
 Plugin load_configured_plugin(const DriverConfig &config)
 {
     try {
-        return Plugin::load(config.driver, LoadOptions{config.search_path});
+        return Plugin::load(config.driver, LoadOptions{config.search_path, config.allow_untrusted_file, config.sha256});
     } catch (const LoadError &e) {
         auto problems = e.problems();
         for (auto &p : problems) p.reason += " (driver named in " + config.file.string() + ")";

@@ -2,7 +2,10 @@
 #include "kvblob/host/plugin.hpp"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +14,7 @@
 
 #include "driver_core.hpp"
 #include "kvblob/host/discovery.hpp"
+#include "kvblob/host/sha256.hpp"
 #include "kvblob/host/version.hpp"
 #include "library.hpp"
 
@@ -159,6 +163,29 @@ std::vector<LoadProblem> check_caps(const kvblob_plugin_t &t, const kvblob_caps_
     return problems;
 }
 
+void check_trust(const std::string &file, const LoadOptions &options)
+{
+    std::vector<LoadProblem> problems;
+    struct stat st {};
+    if (stat(file.c_str(), &st) != 0)
+        refuse(file, LoadStage::open, {{"R-LOAD-1", std::string("cannot stat it: ") + std::strerror(errno)}});
+    if (!options.allow_untrusted_file) {
+        if (st.st_mode & S_IWOTH)
+            problems.push_back({"R-LOAD-10", "the file is world-writable: anyone could have replaced its code "
+                                             "(allow_untrusted_file to load it anyway)"});
+        if (st.st_uid != 0 && st.st_uid != geteuid())
+            problems.push_back({"R-LOAD-10", "the file is owned by user " + std::to_string(st.st_uid) +
+                                                 ", neither root nor this process's user " +
+                                                 std::to_string(geteuid()) + " (allow_untrusted_file to load it anyway)"});
+    }
+    if (!options.expected_sha256.empty()) {
+        const std::string actual = sha256_file_hex(file);
+        if (actual != options.expected_sha256)
+            problems.push_back({"R-LOAD-11", "its SHA-256 is " + actual + ", not the pinned " + options.expected_sha256});
+    }
+    if (!problems.empty()) refuse(file, LoadStage::open, problems);
+}
+
 }  // namespace
 
 Options parse_option_assignments(const std::vector<std::string> &words)
@@ -192,6 +219,9 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     const bool bare_soname = file.find('/') == std::string::npos;
     if (!bare_soname && !fs::exists(*found, ec))
         refuse(file, LoadStage::open, {{"R-LOAD-1", "no such file"}});
+    // Trust is decided before dlopen, which already runs the plugin's code.
+    // A bare soname comes from the system's own library folders.
+    if (!bare_soname) check_trust(file, options);
     dlerror();
     void *handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {

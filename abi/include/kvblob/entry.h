@@ -29,6 +29,11 @@
  *   R-LOAD-9  An open that fails returns a status other than KVBLOB_OK, a
  *             NULL driver and a message (stage init; R-OPN-1 when the
  *             status is KVBLOB_E_BAD_OPTION).
+ *   R-LOAD-10 The file is not world-writable, and is owned by root or by the
+ *             loading process's user, unless the engine allows it (stage
+ *             open, before any of its code runs).
+ *   R-LOAD-11 When the engine pins the file's SHA-256, the file has it
+ *             (stage open).
  */
 #ifndef KVBLOB_ENTRY_H
 #define KVBLOB_ENTRY_H

@@ -4,6 +4,8 @@
 //   [driver]
 //   name = "memory"              # or: path = "/opt/acme/libkvblob_acme.so"
 //   search_path = ["plugins"]    # optional; relative to the config file's folder
+//   sha256 = "9f86d0..."         # optional: load only this exact file (R-LOAD-11)
+//   allow_untrusted_file = false # optional: see LoadOptions (R-LOAD-10)
 //
 //   [driver.options]             # passed to open as key=value, in this order
 //   store = "engine-a"
@@ -39,6 +41,8 @@ struct DriverConfig {
     std::string driver;          // a plugin path, or a short name
     Options options;
     std::vector<std::filesystem::path> search_path;  // absolute
+    std::string sha256;                              // empty: not pinned
+    bool allow_untrusted_file = false;
 };
 
 // Reads and checks file. Throws ConfigError.

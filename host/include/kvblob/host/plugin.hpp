@@ -20,6 +20,13 @@ class Library;
 struct LoadOptions {
     // Directories searched after KVBLOB_DRIVER_PATH for a short name.
     std::vector<std::filesystem::path> search_dirs;
+    // Load a plugin file that others could have written (world-writable, or
+    // owned by another user who is not root), which is refused by default
+    // (R-LOAD-10), as sudo and PAM refuse such modules.
+    bool allow_untrusted_file = false;
+    // When set (64 lowercase hex digits), the plugin file's SHA-256 must be
+    // this, or it is refused before any of its code runs (R-LOAD-11).
+    std::string expected_sha256;
 };
 
 using Options = std::vector<std::pair<std::string, std::string>>;
