@@ -91,6 +91,17 @@ int main(int argc, char **argv)
     app.add_option("--junit", junit_path, "Write a JUnit XML report to FILE");
     app.add_option("--expectations", expectations_path, "Lines 'GLOB STATUS REASON': expected failures (XFAIL)");
     app.add_flag("--strict", strict, "NOT_SUPPORTED fails a MUST check");
+    LoadOptions load_options;
+    app.add_flag("--allow-untrusted-plugin", load_options.allow_untrusted_file,
+                 "Load a plugin file others could have written (world-writable, or another user's)");
+    app.add_option("--sha256", load_options.expected_sha256, "Load the plugin only if its file has this SHA-256")
+        ->check(CLI::Validator(
+            [](std::string &v) {
+                return v.size() == 64 && v.find_first_not_of("0123456789abcdef") == std::string::npos
+                           ? std::string()
+                           : std::string("must be 64 lowercase hex digits");
+            },
+            "HEX64"));
     app.footer("Exit codes: 0 conformant; 1 checks failed; 2 usage error; 3 plugin refused by the loader; "
                "4 run incomplete.");
     try {
@@ -138,7 +149,7 @@ int main(int argc, char **argv)
     Offer offer;
     kvblob_caps_t caps{};
     try {
-        plugin = Plugin::load(driver);
+        plugin = Plugin::load(driver, load_options);
         // One driver opened here, closed before any fork: a refusal at init is
         // the loader's too, and what it declares decides which checks can run.
         auto probe = plugin->open(options);
@@ -202,6 +213,8 @@ int main(int argc, char **argv)
     // seed and timeout.
     std::string rerun_prefix = std::string(argv[0]) + " --driver '" + driver + "'";
     for (const auto &kv : raw_options) rerun_prefix += " --option '" + kv + "'";
+    if (load_options.allow_untrusted_file) rerun_prefix += " --allow-untrusted-plugin";
+    if (!load_options.expected_sha256.empty()) rerun_prefix += " --sha256 " + load_options.expected_sha256;
     rerun_prefix += " --seed " + std::to_string(seed) + " --timeout " + std::to_string(timeout);
 
     struct Row {

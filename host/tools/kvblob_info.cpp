@@ -72,6 +72,17 @@ int main(int argc, char **argv)
     app.add_option("-o,--option", raw_options, "key=value passed to the driver's open (repeatable)");
     app.add_flag("--json", json, "Print one JSON object instead of text");
     app.add_flag("--no-open", no_open, "Validate the plugin without opening a driver (no capabilities)");
+    kvblob::LoadOptions load_options;
+    app.add_flag("--allow-untrusted-plugin", load_options.allow_untrusted_file,
+                 "Load a plugin file others could have written (world-writable, or another user's)");
+    app.add_option("--sha256", load_options.expected_sha256, "Load the plugin only if its file has this SHA-256")
+        ->check(CLI::Validator(
+            [](std::string &v) {
+                return v.size() == 64 && v.find_first_not_of("0123456789abcdef") == std::string::npos
+                           ? std::string()
+                           : std::string("must be 64 lowercase hex digits");
+            },
+            "HEX64"));
     app.footer("Exit codes: 0 loaded; 2 usage error; 3 refused by the loader.\n"
                "KVBLOB_DRIVER_PATH adds plugin directories; KVBLOB_LOADER_DEBUG=1 traces each stage.");
     try {
@@ -90,7 +101,7 @@ int main(int argc, char **argv)
     }
 
     try {
-        auto plugin = kvblob::Plugin::load(spec);
+        auto plugin = kvblob::Plugin::load(spec, load_options);
         kvblob_caps_t caps{};
         bool opened = false;
         if (!no_open) {
