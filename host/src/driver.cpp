@@ -249,8 +249,25 @@ kvblob_access DriverCore::observe_access(kvblob_op_t *op, OpRecord &record)
 
 bool DriverCore::is_final(kvblob_op_t *op)
 {
+    Locked locked(*this);
+    auto it = ops_.find(op);
+    if (it != ops_.end()) return observe_final(op, it->second);
     uint32_t fin = 0;
     return table->poll(handle, op, &fin) == KVBLOB_OK && fin != 0;
+}
+
+bool DriverCore::observe_final(kvblob_op_t *op, OpRecord &record)
+{
+    uint32_t fin = 0;
+    const bool final = table->poll(handle, op, &fin) == KVBLOB_OK && fin != 0;
+    if (final) record.final_seen = true;
+    if (!final && record.final_seen) {
+        if (record.rules_logged.insert("R-ROW-1 poll").second)
+            queue_note(KVBLOB_LOG_MISBEHAVING,
+                       "driver " + name + " broke R-ROW-1: poll went back from final; the operation stays final");
+        return true;
+    }
+    return final;
 }
 
 kvblob_access DriverCore::access(kvblob_op_t *op)
@@ -262,11 +279,11 @@ kvblob_access DriverCore::access(kvblob_op_t *op)
 
 std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
 {
-    const bool final = is_final(op);
     Locked locked(*this);
     auto it = ops_.find(op);
     if (it == ops_.end()) return {};
     OpRecord &record = it->second;
+    const bool final = observe_final(op, record);
     std::vector<kvblob_row_status_t> raw(record.rows);
     for (auto &r : raw) r = {sizeof(kvblob_row_status_t), KVBLOB_ROW_PENDING, 0, 0};
     const kvblob_status st = record.rows ? table->results(handle, op, 0, record.rows, raw.data()) : KVBLOB_OK;
@@ -323,7 +340,7 @@ kvblob_status DriverCore::release_locked(kvblob_op_t *op)
     if (it != ops_.end()) {
         const kvblob_access a = observe_access(op, it->second);
         if (a == KVBLOB_ACCESS_UNPROVABLE) return KVBLOB_E_UNPROVABLE;  // kept for good (R-OPS-1)
-        if (a != KVBLOB_ACCESS_ENDED || !is_final(op)) return KVBLOB_E_BUSY;  // the driver is not asked
+        if (a != KVBLOB_ACCESS_ENDED || !observe_final(op, it->second)) return KVBLOB_E_BUSY;  // the driver is not asked
     }
     kvblob_status st = table->release(handle, op);
     if (st == KVBLOB_OK && it != ops_.end()) ops_.erase(it);

@@ -96,6 +96,7 @@ private:
         std::vector<kvblob_region_t *> regions;
         bool access_settled = false;  // ENDED or UNPROVABLE seen and accounted
         bool cancel_requested = false;
+        bool final_seen = false;  // results are final for good once seen so
         std::optional<std::vector<RowStatus>> first_final;
         std::map<uint64_t, std::string> host_messages;  // rows the host turned into FAULT
         std::set<std::string> rules_logged;
@@ -103,6 +104,9 @@ private:
     // Caller holds mu_ (through Locked). Asks the driver for op's access and accounts for it
     // once it has ended (or become unprovable).
     kvblob_access observe_access(kvblob_op_t *op, OpRecord &record);
+    // Caller holds mu_. Polls op; once final it stays final, whatever the
+    // driver answers later (which is logged).
+    bool observe_final(kvblob_op_t *op, OpRecord &record);
     kvblob_status release_locked(kvblob_op_t *op);
     kvblob_status unregister_locked(kvblob_region_t *region);
 

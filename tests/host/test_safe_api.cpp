@@ -246,6 +246,20 @@ TEST_CASE("bad answers become FAULT, with a log line naming the rule and the dri
     }
 }
 
+TEST_CASE("a poll that goes back from final changes nothing, and the log says so (R-ROW-1)")
+{
+    Spied s(kvblob::Options{{"poll", "flip"}});
+    std::vector<uint8_t> memory(4096);
+    auto region = s.region(memory);
+    Batch b;
+    b.row("k", {make_span(region.handle(), 0, 64)});
+    auto op = s.driver.submit(OpKind::put, b.get());
+    CHECK(op.is_final());
+    CHECK(op.is_final());  // the driver now says it is not
+    CHECK(op.release() == KVBLOB_OK);
+    CHECK(s.logged().find("driver spy broke R-ROW-1: poll went back from final") != std::string::npos);
+}
+
 TEST_CASE("shutdown drains, then unregisters, then closes")
 {
     const auto keep_loaded = kvblob::Plugin::load(KVBLOB_FIXTURE_DIR "/libkvblob_spy.so");  // its counters stay
