@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "check.hpp"
+#include "kvblob/cli/plugin_flags.hpp"
 #include "context.hpp"
 #include "isolation.hpp"
 #include "kvblob/host/capabilities.hpp"
@@ -73,14 +74,13 @@ int main(int argc, char **argv)
     CLI::App app{"Run the kvblob conformance battery against a driver plugin."};
     app.set_version_flag("--version", tool_version_banner("kvblob-conformance"));
     std::string driver, json_path, junit_path, expectations_path;
-    std::vector<std::string> raw_options, filters, excludes;
+    std::vector<std::string> filters, excludes;
     bool list = false, no_isolation = false, strict = false;
     unsigned timeout = 60, repeat = 1;
     uint64_t seed = 20261130;
     auto *json_opt = app.add_option("--json", json_path, "Write the report as JSON lines to FILE (with --list: print JSON)")
                          ->expected(0, 1);
     app.add_option("-d,--driver", driver, "Plugin path or driver name (e.g. memory)");
-    app.add_option("-o,--option", raw_options, "key=value passed to the driver's open (repeatable)");
     app.add_option("--filter", filters, "Run only checks whose id matches a glob (repeatable)");
     app.add_option("--exclude", excludes, "Skip checks whose id matches a glob (repeatable)");
     app.add_flag("--list", list, "List the checks and exit");
@@ -91,25 +91,11 @@ int main(int argc, char **argv)
     app.add_option("--junit", junit_path, "Write a JUnit XML report to FILE");
     app.add_option("--expectations", expectations_path, "Lines 'GLOB STATUS REASON': expected failures (XFAIL)");
     app.add_flag("--strict", strict, "NOT_SUPPORTED fails a MUST check");
-    LoadOptions load_options;
-    app.add_flag("--allow-untrusted-plugin", load_options.allow_untrusted_file,
-                 "Load a plugin file others could have written (world-writable, or another user's)");
-    app.add_option("--sha256", load_options.expected_sha256, "Load the plugin only if its file has this SHA-256")
-        ->check(CLI::Validator(
-            [](std::string &v) {
-                return v.size() == 64 && v.find_first_not_of("0123456789abcdef") == std::string::npos
-                           ? std::string()
-                           : std::string("must be 64 lowercase hex digits");
-            },
-            "HEX64"));
+    cli::PluginFlags flags;
+    cli::add_plugin_flags(app, flags);
     app.footer("Exit codes: 0 conformant; 1 checks failed; 2 usage error; 3 plugin refused by the loader; "
                "4 run incomplete.");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        // --help and --version exit 0; every other parse error is a usage error.
-        return app.exit(e) == 0 ? 0 : 2;
-    }
+    if (auto done = cli::parse(app, argc, argv)) return *done;
     const bool json = json_opt->count() > 0;
 
     const auto &checks = battery();
@@ -130,13 +116,9 @@ int main(int argc, char **argv)
         std::cerr << "kvblob-conformance: --driver is required\n";
         return 2;
     }
-    Options options;
-    try {
-        options = parse_option_assignments(raw_options);
-    } catch (const std::invalid_argument &e) {
-        std::cerr << "kvblob-conformance: " << e.what() << "\n";
-        return 2;
-    }
+    const auto parsed_options = cli::driver_options(flags, "kvblob-conformance");
+    if (!parsed_options) return cli::exit_usage;
+    const Options &options = *parsed_options;
     std::vector<Expectation> expectations;
     try {
         expectations = read_expectations(expectations_path);
@@ -149,7 +131,7 @@ int main(int argc, char **argv)
     Offer offer;
     kvblob_caps_t caps{};
     try {
-        plugin = Plugin::load(driver, load_options);
+        plugin = Plugin::load(driver, flags.load);
         // One driver opened here, closed before any fork: a refusal at init is
         // the loader's too, and what it declares decides which checks can run.
         auto probe = plugin->open(options);
@@ -180,7 +162,7 @@ int main(int argc, char **argv)
             std::cerr << "kvblob-conformance: cannot write " << json_path << "\n";
             return 2;
         }
-        std::vector<std::string> command(argv, argv + argc), option_words(raw_options);
+        std::vector<std::string> command(argv, argv + argc), option_words(flags.options);
         json_out << "{\"runner\":" << json_quote(release_version())
                  << ",\"abi\":" << json_quote(abi_version_text(KVBLOB_ABI_VERSION))
                  << ",\"negotiated_abi\":" << json_quote(abi_version_text(plugin->abi_version()))
@@ -212,9 +194,9 @@ int main(int argc, char **argv)
     // The command that reruns one check exactly: the same driver, options,
     // seed and timeout.
     std::string rerun_prefix = std::string(argv[0]) + " --driver '" + driver + "'";
-    for (const auto &kv : raw_options) rerun_prefix += " --option '" + kv + "'";
-    if (load_options.allow_untrusted_file) rerun_prefix += " --allow-untrusted-plugin";
-    if (!load_options.expected_sha256.empty()) rerun_prefix += " --sha256 " + load_options.expected_sha256;
+    for (const auto &kv : flags.options) rerun_prefix += " --option '" + kv + "'";
+    if (flags.load.allow_untrusted_file) rerun_prefix += " --allow-untrusted-plugin";
+    if (!flags.load.expected_sha256.empty()) rerun_prefix += " --sha256 " + flags.load.expected_sha256;
     rerun_prefix += " --seed " + std::to_string(seed) + " --timeout " + std::to_string(timeout);
 
     struct Row {

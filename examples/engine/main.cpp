@@ -9,6 +9,8 @@
 // refused.
 #include <CLI/CLI.hpp>
 
+#include "kvblob/cli/plugin_flags.hpp"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -71,11 +73,7 @@ int main(int argc, char **argv)
     app.add_option("--salt", salt, "What separates this model's blocks from others' (model, dtype)");
     app.add_option("--seed", seed, "Seed of the workload");
     app.footer("Exit codes: 0 verified; 1 wrong bytes reported READY; 2 usage error; 3 config or driver refused.");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e) == 0 ? 0 : 2;
-    }
+    if (auto done = kvblob::cli::parse(app, argc, argv)) return *done;
 
     try {
         const auto config = kvblob::read_driver_config(config_path);

@@ -4,6 +4,8 @@
 // (any stage, init included).
 #include <CLI/CLI.hpp>
 
+#include "kvblob/cli/plugin_flags.hpp"
+
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -65,47 +67,25 @@ int main(int argc, char **argv)
                  "or the loader's explanation of why it is refused."};
     app.set_version_flag("--version", kvblob::tool_version_banner("kvblob-info"));
     std::string spec;
-    std::vector<std::string> raw_options;
     bool json = false;
     bool no_open = false;
     app.add_option("plugin", spec, "Path to a plugin .so, or a driver name such as 'memory'")->required();
-    app.add_option("-o,--option", raw_options, "key=value passed to the driver's open (repeatable)");
     app.add_flag("--json", json, "Print one JSON object instead of text");
     app.add_flag("--no-open", no_open, "Validate the plugin without opening a driver (no capabilities)");
-    kvblob::LoadOptions load_options;
-    app.add_flag("--allow-untrusted-plugin", load_options.allow_untrusted_file,
-                 "Load a plugin file others could have written (world-writable, or another user's)");
-    app.add_option("--sha256", load_options.expected_sha256, "Load the plugin only if its file has this SHA-256")
-        ->check(CLI::Validator(
-            [](std::string &v) {
-                return v.size() == 64 && v.find_first_not_of("0123456789abcdef") == std::string::npos
-                           ? std::string()
-                           : std::string("must be 64 lowercase hex digits");
-            },
-            "HEX64"));
+    kvblob::cli::PluginFlags flags;
+    kvblob::cli::add_plugin_flags(app, flags);
     app.footer("Exit codes: 0 loaded; 2 usage error; 3 refused by the loader.\n"
                "KVBLOB_DRIVER_PATH adds plugin directories; KVBLOB_LOADER_DEBUG=1 traces each stage.");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        // --help and --version exit 0; every other parse error is a usage error.
-        return app.exit(e) == 0 ? 0 : 2;
-    }
-
-    kvblob::Options options;
-    try {
-        options = kvblob::parse_option_assignments(raw_options);
-    } catch (const std::invalid_argument &e) {
-        std::cerr << "kvblob-info: " << e.what() << "\n";
-        return 2;
-    }
+    if (auto done = kvblob::cli::parse(app, argc, argv)) return *done;
+    const auto options = kvblob::cli::driver_options(flags, "kvblob-info");
+    if (!options) return kvblob::cli::exit_usage;
 
     try {
-        auto plugin = kvblob::Plugin::load(spec, load_options);
+        auto plugin = kvblob::Plugin::load(spec, flags.load);
         kvblob_caps_t caps{};
         bool opened = false;
         if (!no_open) {
-            auto driver = plugin.open(options);
+            auto driver = plugin.open(*options);
             caps = driver.caps();
             opened = true;
         }

@@ -7,6 +7,8 @@
 // error; 3 the plugin was refused.
 #include <CLI/CLI.hpp>
 
+#include "kvblob/cli/plugin_flags.hpp"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -42,12 +44,12 @@ int main(int argc, char **argv)
     CLI::App app{"Soak a kvblob driver: threads of mixed operations, every READY byte verified."};
     app.set_version_flag("--version", kvblob::tool_version_banner("kvblob-soak"));
     std::string spec;
-    std::vector<std::string> raw_options;
     unsigned threads = 4, seconds = 60;
     uint64_t ops = 100000, keys = 512, max_bytes = 256 * 1024, seed = 1;
     bool json = false;
     app.add_option("-d,--driver", spec, "Plugin path or driver name")->required();
-    app.add_option("-o,--option", raw_options, "key=value passed to the driver's open (repeatable)");
+    kvblob::cli::PluginFlags flags;
+    kvblob::cli::add_plugin_flags(app, flags);
     app.add_option("--threads", threads, "Threads submitting")->check(CLI::Range(1u, 256u));
     app.add_option("--ops", ops, "Operations in all, across threads")->check(CLI::PositiveNumber);
     app.add_option("--seconds", seconds, "Stop after this long even if --ops is not reached")->check(CLI::PositiveNumber);
@@ -58,22 +60,13 @@ int main(int argc, char **argv)
     app.add_option("--seed", seed, "Seed of every thread's choices");
     app.add_flag("--json", json, "Print the summary as one JSON object");
     app.footer("Exit codes: 0 clean; 1 wrong bytes or lost operations; 2 usage error; 3 plugin refused.");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e) == 0 ? 0 : 2;
-    }
-    kvblob::Options options;
-    try {
-        options = kvblob::parse_option_assignments(raw_options);
-    } catch (const std::invalid_argument &e) {
-        std::cerr << "kvblob-soak: " << e.what() << "\n";
-        return 2;
-    }
+    if (auto done = kvblob::cli::parse(app, argc, argv)) return *done;
+    const auto options = kvblob::cli::driver_options(flags, "kvblob-soak");
+    if (!options) return kvblob::cli::exit_usage;
 
     try {
-        auto plugin = kvblob::Plugin::load(spec);
-        auto driver = plugin.open(options);
+        auto plugin = kvblob::Plugin::load(spec, flags.load);
+        auto driver = plugin.open(*options);
         const auto &caps = driver.caps();
         max_bytes = std::min<uint64_t>(max_bytes, caps.max_object_bytes);
         Tally tally;
