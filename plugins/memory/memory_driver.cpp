@@ -2,6 +2,7 @@
 
 #include <kvblob/support/breakage.hpp>
 #include <kvblob/support/crc32c.hpp>
+#include <kvblob/support/limits.hpp>
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
 #include <kvblob/support/trailer.hpp>
@@ -17,41 +18,24 @@ using support::crc32c;
 using support::crc32c_copy;
 using support::trailer_size;
 
-extern const kvblob_option_desc_t memory_options[];
+extern const kvblob_option_desc_t *const memory_options;
 extern const uint64_t memory_option_count;
 extern const kvblob_scenarios_t memory_scenarios;
-
-namespace {
-
-uint64_t positive(const support::ParsedOptions &o, const char *name)
-{
-    int64_t v = o.integer(name);
-    if (v <= 0) throw support::OptionError(std::string("option '") + name + "' must be positive");
-    return static_cast<uint64_t>(v);
-}
-
-}  // namespace
 
 std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
 {
     support::ParsedOptions o(memory_options, memory_option_count, args);
     const std::string &mode_text = o.text("mode");
     Mode mode = mode_text == "blocking" ? Mode::blocking : mode_text == "controlled" ? Mode::controlled : Mode::background;
-    const uint64_t workers = positive(o, "workers");
+    const uint64_t workers = support::positive(o, "workers");
     if (workers > 256) throw support::OptionError("option 'workers' must be at most 256");
-    caps.max_rows_per_op = positive(o, "max_rows");
-    caps.max_spans_per_row = positive(o, "max_spans");
-    caps.max_key_bytes = positive(o, "max_key_bytes");
-    caps.max_object_bytes = o.bytes("max_object_bytes");
-    if (caps.max_object_bytes == 0) throw support::OptionError("option 'max_object_bytes' must be positive");
-    caps.max_ops_in_flight = positive(o, "max_ops_in_flight");
     caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
+    support::apply_limits(o, caps);
     if (o.flag("hints")) caps.flags |= KVBLOB_CAP_HINTS;
     if (KVBLOB_BREAKS("open.capabilities-fixed")) {
         static std::atomic<uint64_t> opened{0};
         caps.max_rows_per_op -= opened++ % 2;  // declares other limits every other time
     }
-    if (caps.max_spans_per_row > 1) caps.flags |= KVBLOB_CAP_MULTI_SPAN;
     std::string store_name = o.text("store");
     if (KVBLOB_BREAKS("concurrency.two-drivers")) {
         static std::atomic<int> opened{0};
@@ -66,8 +50,7 @@ MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services
                            std::shared_ptr<Store> store, Mode mode, unsigned workers)
     : DriverBase(caps, host), store_(std::move(store)), mode_(mode)
 {
-    if (mode_ == Mode::background)
-        for (unsigned i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+    if (mode_ == Mode::background) workers_.start(workers);
 }
 
 MemoryDriver::~MemoryDriver() { stop(); }
@@ -110,42 +93,12 @@ void MemoryDriver::dispatch(MemoryOp &op)
 {
     switch (mode_) {
     case Mode::blocking: run(op); break;
-    case Mode::background: {
-        std::lock_guard lock(queue_mu_);
-        queue_.push_back(&op);
-        queue_cv_.notify_one();
-        break;
-    }
+    case Mode::background: workers_.push([this, &op] { run(op); }); break;
     case Mode::controlled: break;  // waits for advance()
     }
 }
 
-void MemoryDriver::worker_loop()
-{
-    for (;;) {
-        MemoryOp *op = nullptr;
-        {
-            std::unique_lock lock(queue_mu_);
-            queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-            if (queue_.empty()) return;
-            op = queue_.front();
-            queue_.pop_front();
-        }
-        run(*op);
-    }
-}
-
-void MemoryDriver::stop()
-{
-    {
-        std::lock_guard lock(queue_mu_);
-        stopping_ = true;
-    }
-    queue_cv_.notify_all();
-    for (auto &t : workers_)
-        if (t.joinable()) t.join();
-    workers_.clear();
-}
+void MemoryDriver::stop() { workers_.stop(); }
 
 void MemoryDriver::run(MemoryOp &op)
 {

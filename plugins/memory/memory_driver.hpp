@@ -13,14 +13,13 @@
 #pragma once
 
 #include <kvblob/support/driver_base.hpp>
+#include <kvblob/support/work_queue.hpp>
 
 #include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "store.hpp"
@@ -81,7 +80,6 @@ private:
     void transfer_remove(MemoryOp &op, size_t i);
     void commit(MemoryOp &op);  // publishes objects and results (not finish)
     void dispatch(MemoryOp &op);
-    void worker_loop();
 
     std::shared_ptr<Store> store_;
     const Mode mode_;
@@ -95,12 +93,8 @@ private:
     std::atomic<bool> keys_staged_{false};
     std::atomic<bool> pool_full_{false};
 
-    // Background workers.
-    std::mutex queue_mu_;
-    std::condition_variable queue_cv_;
-    std::deque<MemoryOp *> queue_;
-    bool stopping_ = false;
-    std::vector<std::thread> workers_;
+    // Background mode's workers.
+    support::WorkQueue workers_;
 };
 
 }  // namespace kvblob::memory

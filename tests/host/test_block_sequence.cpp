@@ -6,7 +6,7 @@
 
 #include "kvblob/host/block_sequence.hpp"
 #include "kvblob/host/key_codec.hpp"
-#include "plugins/memory_harness.hpp"
+#include "plugins/driver_harness.hpp"
 
 using namespace std::chrono_literals;
 using kvblob::OpKind;

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "kvblob/support/trailer.hpp"
-#include "plugins/memory_harness.hpp"
+#include "plugins/driver_harness.hpp"
 
 using kvblob::OpKind;
 using namespace std::chrono_literals;

@@ -78,7 +78,13 @@ TrailerFault check_trailer(const uint8_t *object, uint64_t object_size, std::str
                            uint64_t &payload_len, uint32_t &crc)
 {
     if (object_size < trailer_size) return TrailerFault::too_short;
-    const uint8_t *t = object + object_size - trailer_size;
+    return check_trailer_bytes(object + object_size - trailer_size, object_size, key, payload_len, crc);
+}
+
+TrailerFault check_trailer_bytes(const uint8_t *t, uint64_t object_size, std::string_view key,
+                                 uint64_t &payload_len, uint32_t &crc)
+{
+    if (object_size < trailer_size) return TrailerFault::too_short;
     if (std::memcmp(t, magic, 4) != 0) return TrailerFault::bad_magic;
     if (get32(t + 4) != trailer_format_version) return TrailerFault::bad_version;
     auto d = key_digest(key);

@@ -31,5 +31,9 @@ const char *to_string(TrailerFault f);
 // and the recorded checksum on success.
 TrailerFault check_trailer(const uint8_t *object, uint64_t object_size, std::string_view key,
                            uint64_t &payload_len, uint32_t &crc);
+// The same, given the trailer's trailer_size bytes alone (read from the end
+// of an object of object_size bytes), for stores that read it apart.
+TrailerFault check_trailer_bytes(const uint8_t *trailer, uint64_t object_size, std::string_view key,
+                                 uint64_t &payload_len, uint32_t &crc);
 
 }  // namespace kvblob::support

@@ -1,5 +1,5 @@
-// A memory driver opened through the host, with helpers to register buffers
-// and run operations to the end.
+// A driver opened through the host, with helpers to register buffers and
+// run operations to the end.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -25,10 +25,10 @@ struct Buffer {
     kvblob_region_t *handle() const { return region.handle(); }
 };
 
-class MemoryHarness {
+class DriverHarness {
 public:
-    explicit MemoryHarness(kvblob::Options options = {})
-        : plugin_(kvblob::Plugin::load("memory")), driver_(plugin_.open(std::move(options)))
+    DriverHarness(const std::string &driver, kvblob::Options options)
+        : plugin_(kvblob::Plugin::load(driver)), driver_(plugin_.open(std::move(options)))
     {
     }
     kvblob::Driver &driver() { return driver_; }
@@ -67,4 +67,8 @@ public:
 private:
     kvblob::Plugin plugin_;
     kvblob::Driver driver_;
+};
+
+struct MemoryHarness : DriverHarness {
+    explicit MemoryHarness(kvblob::Options options = {}) : DriverHarness("memory", std::move(options)) {}
 };

@@ -1,0 +1,473 @@
+#include "file_driver.hpp"
+
+#include <kvblob/support/crc32c.hpp>
+#include <kvblob/support/limits.hpp>
+#include <kvblob/support/options.hpp>
+#include <kvblob/support/plugin_glue.hpp>
+#include <kvblob/support/trailer.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "posix_io.hpp"
+#include "reservation.hpp"
+
+namespace kvblob::file {
+
+using support::trailer_size;
+
+extern const kvblob_option_desc_t *const file_options;
+extern const uint64_t file_option_count;
+extern const kvblob_scenarios_t file_scenarios;
+
+namespace {
+
+constexpr uint64_t direct_alignment = 4096;
+
+uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
+// The aligned staging buffer of direct I/O, one per worker thread.
+class AlignedBuffer {
+public:
+    ~AlignedBuffer() { std::free(data_); }
+    uint8_t *ensure(size_t n)
+    {
+        if (n > capacity_) {
+            std::free(data_);
+            data_ = nullptr;
+            capacity_ = 0;
+            void *p = nullptr;
+            if (::posix_memalign(&p, direct_alignment, n) != 0) return nullptr;
+            data_ = static_cast<uint8_t *>(p);
+            capacity_ = n;
+        }
+        return data_;
+    }
+
+private:
+    uint8_t *data_ = nullptr;
+    size_t capacity_ = 0;
+};
+thread_local AlignedBuffer bounce;
+
+// Opens with O_DIRECT when asked and the filesystem allows it (tmpfs, for
+// one, refuses it with EINVAL), buffered otherwise.
+int open_file(const std::string &path, int flags, bool direct, mode_t mode = 0)
+{
+    if (direct) {
+        int fd = ::open(path.c_str(), flags | O_DIRECT | O_CLOEXEC, mode);
+        if (fd >= 0 || errno != EINVAL) return fd;
+    }
+    return ::open(path.c_str(), flags | O_CLOEXEC, mode);
+}
+
+std::vector<iovec> iovecs_of(const support::Row &row, uint8_t *trailer)
+{
+    std::vector<iovec> iov;
+    iov.reserve(row.spans.size() + 1);
+    for (const auto &s : row.spans) iov.push_back({s.data, s.length});
+    iov.push_back({trailer, trailer_size});
+    return iov;
+}
+
+// Reads up to n bytes from offset 0, stopping at the end of the file; the
+// count read, or -errno.
+int64_t read_until_end(int fd, uint8_t *buf, uint64_t n)
+{
+    uint64_t done = 0;
+    while (done < n) {
+        ssize_t got = ::pread(fd, buf + done, n - done, static_cast<off_t>(done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return -errno;
+        if (got == 0) break;
+        done += static_cast<uint64_t>(got);
+    }
+    return static_cast<int64_t>(done);
+}
+
+// Sums the objects already under root, for the quota.
+uint64_t stored_bytes(const std::string &root)
+{
+    uint64_t total = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file(ec) && it->path().extension() == object_suffix) total += it->file_size(ec);
+    }
+    return total;
+}
+
+std::string strip_trailing_slashes(std::string path)
+{
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    return path;
+}
+
+}  // namespace
+
+std::unique_ptr<FileDriver> FileDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
+{
+    support::ParsedOptions o(file_options, file_option_count, args);
+    Settings s;
+    s.root = strip_trailing_slashes(o.text("root"));
+    if (s.root.empty())
+        throw support::OptionError("option 'root' is required: the directory objects are stored under");
+    struct stat st {};
+    if (::stat(s.root.c_str(), &st) != 0)
+        throw support::OptionError("option 'root': " + errno_text("stat", s.root, errno));
+    if (!S_ISDIR(st.st_mode)) throw support::OptionError("option 'root': " + s.root + " is not a directory");
+    if (::access(s.root.c_str(), W_OK | X_OK) != 0)
+        throw support::OptionError("option 'root': " + errno_text("access", s.root, errno));
+    s.capacity = o.bytes("capacity");
+    const std::string &sync = o.text("fsync");
+    s.sync = sync == "full" ? Sync::full : sync == "data" ? Sync::data : Sync::none;
+    s.direct = o.flag("direct");
+    const int64_t fanout = o.integer("fanout");
+    if (fanout < 0 || fanout > 4) throw support::OptionError("option 'fanout' must be between 0 and 4");
+    s.fanout = static_cast<unsigned>(fanout);
+    s.reservation_expiry = std::chrono::milliseconds(support::positive(o, "reservation_expiry_ms"));
+    const uint64_t workers = support::positive(o, "workers");
+    if (workers > 256) throw support::OptionError("option 'workers' must be at most 256");
+    caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
+    support::apply_limits(o, caps);
+    return std::unique_ptr<FileDriver>(new FileDriver(caps, args.host, std::move(s), static_cast<unsigned>(workers)));
+}
+
+FileDriver::FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings,
+                       unsigned workers)
+    : DriverBase(caps, host), settings_(std::move(settings))
+{
+    if (settings_.capacity) used_ = stored_bytes(settings_.root);
+    workers_.start(workers);
+}
+
+FileDriver::~FileDriver()
+{
+    stop();
+    // Leaves no staged reservation or blocked object behind for the next
+    // driver on this root. No operation is in flight here (R-CLS-1).
+    release_staged();
+}
+
+const void *FileDriver::extension(const char *id)
+{
+    return std::strcmp(id, KVBLOB_EXT_SCENARIOS) == 0 ? &file_scenarios : nullptr;
+}
+
+void FileDriver::stop() { workers_.stop(); }
+
+// ---- execution ------------------------------------------------------------
+
+void FileDriver::start(Op &op)
+{
+    if (op.kind == OpKind::get && keys_staged_.load(std::memory_order_acquire)) {
+        std::lock_guard lock(hooks_mu_);
+        for (const auto &row : op.rows)
+            if (held_keys_.count(row.key)) {
+                // Held: started, not final, access open, until release_staged
+                // (R-CON-3).
+                for (auto &r : op.rows) r.started.store(true);
+                held_ops_.push_back(&op);
+                return;
+            }
+    }
+    workers_.push([this, &op] { run(op); });
+}
+
+void FileDriver::run(Op &op)
+{
+    for (size_t i = 0; i < op.rows.size(); ++i) {
+        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING || (!op.rows[i].started.load() && !begin_row(op, i)))
+            continue;  // cancelled before it started
+        Outcome out{KVBLOB_ROW_FAULT, 0, {}};
+        try {
+            switch (op.kind) {
+            case OpKind::put: out = put(op.rows[i]); break;
+            case OpKind::get: out = get(op.rows[i]); break;
+            case OpKind::probe: out = probe(op.rows[i]); break;
+            case OpKind::remove: out = remove(op.rows[i]); break;
+            }
+        } catch (const std::exception &e) {
+            out = {KVBLOB_ROW_FAULT, 0, std::string("driver error: ") + e.what()};
+        }
+        set_row(op, i, out.result, out.code, std::move(out.message));
+    }
+    end_access(op);
+    finish(op);  // the last touch: op may be released from here on
+}
+
+FileDriver::Outcome FileDriver::absent(const ObjectPaths &p) const
+{
+    if (reservation_active(p.reservation, settings_.reservation_expiry))
+        return {KVBLOB_ROW_NOT_READY, 0, "another writer holds this key (" + p.reservation + ")"};
+    return {KVBLOB_ROW_MISS, 0, {}};
+}
+
+FileDriver::Outcome FileDriver::put(const support::Row &row)
+{
+    if (pool_full_.load()) return {KVBLOB_ROW_DECLINED, 0, "the pool is full (staged)"};
+    const ObjectPaths p = paths(row.key);
+    struct stat st {};
+    if (::stat(p.object.c_str(), &st) == 0) return {KVBLOB_ROW_READY, 0, "already stored; left as it was"};
+
+    // The quota: bytes are counted before writing and given back unless an
+    // object of this driver's own is published.
+    const uint64_t bytes = row.total + trailer_size;
+    uint64_t counted = 0;
+    if (settings_.capacity) {
+        if (used_.fetch_add(bytes) + bytes > settings_.capacity) {
+            used_.fetch_sub(bytes);
+            return {KVBLOB_ROW_DECLINED, 0,
+                    "the quota of " + std::to_string(settings_.capacity) + " bytes under " + settings_.root +
+                        " would be exceeded"};
+        }
+        counted = bytes;
+    }
+    struct GiveBack {
+        std::atomic<uint64_t> &used;
+        uint64_t &n;
+        ~GiveBack() { used.fetch_sub(n); }
+    } give_back{used_, counted};
+
+    const std::string temp = p.temp_prefix + std::to_string(::getpid()) + "." + std::to_string(temp_sequence_++);
+    Reservation::Outcome claimed;
+    std::string error;
+    Reservation reservation =
+        Reservation::claim(settings_.root, p, temp, settings_.reservation_expiry, claimed, error);
+    switch (claimed) {
+    case Reservation::Outcome::owned: break;
+    case Reservation::Outcome::held_by_other:
+        return {KVBLOB_ROW_NOT_READY, 0, "another writer holds this key (" + p.reservation + ")"};
+    case Reservation::Outcome::no_space: return {KVBLOB_ROW_DECLINED, ENOSPC, error};
+    case Reservation::Outcome::failed: return {KVBLOB_ROW_FAULT, 0, error};
+    }
+    // Published by another writer between the first look and the claim.
+    if (::stat(p.object.c_str(), &st) == 0) return {KVBLOB_ROW_READY, 0, "already stored; left as it was"};
+
+    ScopedPath temp_file(temp);
+    if (const int err = write_object(row, temp))
+        return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err, errno_text("write", temp, err)};
+    // link() never replaces: an object published first stays (R-ROW-7).
+    if (::link(temp.c_str(), p.object.c_str()) != 0) {
+        const int err = errno;
+        if (err == EEXIST) return {KVBLOB_ROW_READY, 0, "already stored; left as it was"};
+        return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err, errno_text("link", p.object, err)};
+    }
+    if (settings_.sync == Sync::full) {
+        UniqueFd dir(::open(p.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!dir || ::fsync(dir.get()) != 0) {
+            // Published but maybe not durable: the object is complete, so
+            // the row is READY; the failure goes to the log.
+            log(KVBLOB_LOG_WARN, errno_text("fsync", p.dir, errno));
+        }
+    }
+    counted = 0;  // published: the bytes stay counted
+    return {KVBLOB_ROW_READY, 0, {}};
+}
+
+int FileDriver::write_object(const support::Row &row, const std::string &temp)
+{
+    const uint64_t bytes = row.total + trailer_size;
+    UniqueFd fd(open_file(temp, O_WRONLY | O_CREAT | O_EXCL, settings_.direct, 0644));
+    if (!fd) return errno;
+    int err = 0;
+    if (settings_.direct) {
+        // O_DIRECT wants aligned memory and lengths: one fused copy and
+        // checksum pass into the staging buffer, then an aligned write
+        // trimmed to the object's size.
+        const uint64_t padded = round_up(bytes, direct_alignment);
+        uint8_t *buf = bounce.ensure(padded);
+        if (!buf) return ENOMEM;
+        uint8_t *dst = buf;
+        uint32_t crc = 0;
+        for (const auto &s : row.spans) {
+            crc = support::crc32c_copy(crc, dst, s.data, s.length);
+            dst += s.length;
+        }
+        support::write_trailer(dst, row.key, row.total, crc);
+        std::memset(dst + trailer_size, 0, padded - bytes);
+        err = pwritev_all(fd.get(), {{buf, padded}}, 0);
+        if (!err && ::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) err = errno;
+    } else {
+        uint32_t crc = 0;
+        for (const auto &s : row.spans) crc = support::crc32c(crc, s.data, s.length);
+        uint8_t trailer[trailer_size];
+        support::write_trailer(trailer, row.key, row.total, crc);
+        err = pwritev_all(fd.get(), iovecs_of(row, trailer), 0);
+    }
+    if (!err && settings_.sync == Sync::data && ::fdatasync(fd.get()) != 0) err = errno;
+    if (!err && settings_.sync == Sync::full && ::fsync(fd.get()) != 0) err = errno;
+    // A shared filesystem may report a failed write only at close.
+    if (!err && ::close(fd.release()) != 0) err = errno;
+    return err;
+}
+
+FileDriver::Outcome FileDriver::get(const support::Row &row)
+{
+    const ObjectPaths p = paths(row.key);
+    UniqueFd fd(open_file(p.object, O_RDONLY, settings_.direct));
+    if (!fd) {
+        if (errno == ENOENT) return absent(p);
+        return {KVBLOB_ROW_FAULT, errno, errno_text("open", p.object, errno)};
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return {KVBLOB_ROW_FAULT, errno, errno_text("stat", p.object, errno)};
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    uint8_t trailer[trailer_size];
+    uint64_t payload = 0;
+    uint32_t recorded = 0;
+    auto trailer_fault = [&](support::TrailerFault f) -> Outcome {
+        return {KVBLOB_ROW_FAULT, static_cast<int32_t>(f), std::string(support::to_string(f)) + " (" + p.object + ")"};
+    };
+
+    if (size != row.total + trailer_size) {
+        // R-ROW-5: refused before writing a byte; the trailer says whether
+        // the object is whole and merely of another size.
+        if (size < trailer_size) return trailer_fault(support::TrailerFault::too_short);
+        if (const int err = preadv_all(fd.get(), {{trailer, trailer_size}}, size - trailer_size))
+            return {KVBLOB_ROW_FAULT, err, errno_text("read", p.object, err > 0 ? err : EIO)};
+        auto f = support::check_trailer_bytes(trailer, size, row.key, payload, recorded);
+        if (f != support::TrailerFault::none) return trailer_fault(f);
+        return {KVBLOB_ROW_FAULT, 100,
+                "stored object is " + std::to_string(payload) + " bytes; the row's spans hold " +
+                    std::to_string(row.total)};
+    }
+
+    uint32_t crc = 0;
+    if (settings_.direct) {
+        const uint64_t padded = round_up(size, direct_alignment);
+        uint8_t *buf = bounce.ensure(padded);
+        if (!buf) return {KVBLOB_ROW_FAULT, ENOMEM, "no memory for the direct I/O staging buffer"};
+        const int64_t got = read_until_end(fd.get(), buf, padded);
+        if (got < 0) return {KVBLOB_ROW_FAULT, static_cast<int32_t>(-got), errno_text("read", p.object, -got)};
+        if (static_cast<uint64_t>(got) != size) return {KVBLOB_ROW_FAULT, EIO, "short read of " + p.object};
+        auto f = support::check_trailer_bytes(buf + row.total, size, row.key, payload, recorded);
+        if (f != support::TrailerFault::none) return trailer_fault(f);
+        const uint8_t *src = buf;
+        for (const auto &s : row.spans) {
+            crc = support::crc32c_copy(crc, s.data, src, s.length);
+            src += s.length;
+        }
+    } else {
+        // Straight into the caller's spans, the trailer beside them.
+        if (const int err = preadv_all(fd.get(), iovecs_of(row, trailer), 0)) {
+            if (err < 0) return {KVBLOB_ROW_FAULT, EIO, "the object ended early: " + p.object};
+            return {KVBLOB_ROW_FAULT, err, errno_text("read", p.object, err)};
+        }
+        auto f = support::check_trailer_bytes(trailer, size, row.key, payload, recorded);
+        if (f != support::TrailerFault::none) return trailer_fault(f);
+        for (const auto &s : row.spans) crc = support::crc32c(crc, s.data, s.length);
+    }
+    // R-ROW-6: bytes that fail their checksum are never READY.
+    if (crc != recorded) return trailer_fault(support::TrailerFault::bad_checksum);
+    return {KVBLOB_ROW_READY, 0, {}};
+}
+
+FileDriver::Outcome FileDriver::probe(const support::Row &row)
+{
+    const ObjectPaths p = paths(row.key);
+    struct stat st {};
+    if (::stat(p.object.c_str(), &st) == 0) {
+        if (S_ISREG(st.st_mode)) return {KVBLOB_ROW_READY, 0, {}};
+        return {KVBLOB_ROW_FAULT, 0, p.object + " is not a regular file"};
+    }
+    if (errno == ENOENT) return absent(p);
+    return {KVBLOB_ROW_FAULT, errno, errno_text("stat", p.object, errno)};
+}
+
+FileDriver::Outcome FileDriver::remove(const support::Row &row)
+{
+    const ObjectPaths p = paths(row.key);
+    struct stat st {};
+    const bool seen = ::stat(p.object.c_str(), &st) == 0;
+    if (::unlink(p.object.c_str()) == 0) {
+        if (settings_.capacity && seen) {
+            // Never below zero: another process may have counted it.
+            uint64_t used = used_.load();
+            const uint64_t n = static_cast<uint64_t>(st.st_size);
+            while (!used_.compare_exchange_weak(used, used > n ? used - n : 0)) {}
+        }
+        return {KVBLOB_ROW_READY, 0, {}};
+    }
+    if (errno == ENOENT) return absent(p);
+    return {KVBLOB_ROW_FAULT, errno, errno_text("unlink", p.object, errno)};
+}
+
+// ---- scenario hooks -------------------------------------------------------------
+
+kvblob_status FileDriver::stage_foreign_writer(const std::string &key)
+{
+    const ObjectPaths p = paths(key);
+    if (!Reservation::plant(settings_.root, p, "staged foreign writer (kvblob.scenarios/1) " + writer_identity()))
+        return KVBLOB_E_INVALID;
+    std::lock_guard lock(hooks_mu_);
+    planted_reservations_.push_back(p.reservation);
+    return KVBLOB_OK;
+}
+
+kvblob_status FileDriver::stage_full_pool()
+{
+    pool_full_.store(true);
+    return KVBLOB_OK;
+}
+
+kvblob_status FileDriver::stage_failing_read(const std::string &key)
+{
+    // A directory where the object was: open succeeds and every read fails
+    // with EISDIR, a real error from the filesystem.
+    const ObjectPaths p = paths(key);
+    if (make_dirs(settings_.root, p.dir) != 0) return KVBLOB_E_INVALID;
+    const std::string aside = p.object + ".aside";
+    if (::rename(p.object.c_str(), aside.c_str()) != 0 && errno != ENOENT) return KVBLOB_E_INVALID;
+    if (::mkdir(p.object.c_str(), 0755) != 0) return KVBLOB_E_INVALID;
+    std::lock_guard lock(hooks_mu_);
+    blocked_objects_.push_back(p.object);
+    return KVBLOB_OK;
+}
+
+kvblob_status FileDriver::stage_held_get(const std::string &key)
+{
+    std::lock_guard lock(hooks_mu_);
+    held_keys_.insert(key);
+    keys_staged_.store(true, std::memory_order_release);
+    return KVBLOB_OK;
+}
+
+kvblob_status FileDriver::stage_corrupt(const std::string &key)
+{
+    const ObjectPaths p = paths(key);
+    UniqueFd fd(::open(p.object.c_str(), O_RDWR | O_CLOEXEC));
+    uint8_t byte = 0;
+    if (!fd || ::pread(fd.get(), &byte, 1, 0) != 1) return KVBLOB_E_INVALID;
+    byte ^= 0x5a;
+    return ::pwrite(fd.get(), &byte, 1, 0) == 1 ? KVBLOB_OK : KVBLOB_E_INTERNAL;
+}
+
+kvblob_status FileDriver::release_staged()
+{
+    std::vector<Op *> held;
+    std::vector<std::string> planted, blocked;
+    {
+        std::lock_guard lock(hooks_mu_);
+        held_keys_.clear();
+        held.swap(held_ops_);
+        planted.swap(planted_reservations_);
+        blocked.swap(blocked_objects_);
+        keys_staged_.store(false, std::memory_order_release);
+    }
+    pool_full_.store(false);
+    for (const auto &path : planted) ::unlink(path.c_str());
+    for (const auto &object : blocked) {
+        ::rmdir(object.c_str());
+        ::rename((object + ".aside").c_str(), object.c_str());
+    }
+    for (Op *op : held) workers_.push([this, op] { run(*op); });
+    return KVBLOB_OK;
+}
+
+}  // namespace kvblob::file

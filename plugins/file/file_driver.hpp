@@ -1,0 +1,93 @@
+// The shared-filesystem driver: one file per object under a root directory
+// on a local disk or a shared POSIX mount, so that engine processes share
+// objects with no server to run.
+//
+// A put writes the payload and trailer to a temporary file beside the
+// object and publishes it with link(), which refuses to replace an existing
+// object: readers never see a partial object (R-CON-2, R-ROW-8) and a
+// published one is never rewritten (R-ROW-7). While writing, the writer
+// holds an O_EXCL reservation (reservation.hpp) that makes other drivers
+// answer NOT_READY for the key (R-ROW-2).
+#pragma once
+
+#include <kvblob/support/driver_base.hpp>
+#include <kvblob/support/work_queue.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "layout.hpp"
+
+namespace kvblob::file {
+
+using support::Op;
+using support::OpKind;
+
+enum class Sync { none, data, full };
+
+struct Settings {
+    std::string root;
+    uint64_t capacity = 0;  // 0: no quota
+    Sync sync = Sync::none;
+    bool direct = false;
+    unsigned fanout = 2;
+    std::chrono::milliseconds reservation_expiry{30000};
+};
+
+class FileDriver : public support::DriverBase {
+public:
+    static std::unique_ptr<FileDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
+    ~FileDriver() override;
+
+    // kvblob.scenarios/1: what a filesystem can stage.
+    kvblob_status stage_foreign_writer(const std::string &key);
+    kvblob_status stage_full_pool();
+    kvblob_status stage_failing_read(const std::string &key);
+    kvblob_status stage_held_get(const std::string &key);
+    kvblob_status stage_corrupt(const std::string &key);
+    kvblob_status release_staged();
+
+protected:
+    void start(Op &op) override;
+    void stop() override;
+    const void *extension(const char *id) override;
+
+private:
+    FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings, unsigned workers);
+
+    struct Outcome {
+        kvblob_row_result result;
+        int32_t code = 0;
+        std::string message;
+    };
+    void run(Op &op);
+    Outcome put(const support::Row &row);
+    Outcome get(const support::Row &row);
+    Outcome probe(const support::Row &row);
+    Outcome remove(const support::Row &row);
+    // MISS, or NOT_READY while a writer holds the key.
+    Outcome absent(const ObjectPaths &paths) const;
+    // Writes row to a new file at temp; 0 or an errno.
+    int write_object(const support::Row &row, const std::string &temp);
+    ObjectPaths paths(const std::string &key) const { return paths_for(settings_.root, settings_.fanout, key); }
+
+    const Settings settings_;
+    std::atomic<uint64_t> used_{0};  // bytes this driver knows stored (the quota)
+    std::atomic<uint64_t> temp_sequence_{0};
+    support::WorkQueue workers_;
+
+    // Staged scenarios, under hooks_mu_.
+    std::mutex hooks_mu_;
+    std::set<std::string> held_keys_;
+    std::vector<Op *> held_ops_;
+    std::vector<std::string> planted_reservations_;
+    std::vector<std::string> blocked_objects_;  // a directory stands where the object was
+    std::atomic<bool> keys_staged_{false};
+    std::atomic<bool> pool_full_{false};
+};
+
+}  // namespace kvblob::file

@@ -1,0 +1,52 @@
+// libkvblob_file.so: the option table, the scenario hooks and the entry.
+#include <kvblob/support/limits.hpp>
+#include <kvblob/support/plugin_glue.hpp>
+#include <kvblob/support/scenario_glue.hpp>
+
+#include "file_driver.hpp"
+
+namespace kvblob::file {
+
+using support::option;
+
+namespace {
+
+constexpr std::array<kvblob_option_desc_t, 7> own_options = {{
+    option(KVBLOB_OPTION_STRING, "root", "", nullptr,
+           "Directory the objects are stored under (required; must exist). Drivers in any process opened on the "
+           "same root share objects."),
+    option(KVBLOB_OPTION_BYTES, "capacity", "0", nullptr,
+           "Quota in bytes (payload and trailer) this driver lets the root hold, counted from what is there at "
+           "open and what it writes; puts beyond it are DECLINED. 0: no quota."),
+    option(KVBLOB_OPTION_CHOICE, "fsync", "none", "none|data|full",
+           "none: leave flushing to the OS; data: fdatasync each object before publishing it; full: fsync each "
+           "object and its directory."),
+    option(KVBLOB_OPTION_BOOL, "direct", "false", nullptr,
+           "O_DIRECT through an aligned staging buffer, where the filesystem allows it (buffered otherwise)."),
+    option(KVBLOB_OPTION_INT, "workers", "4", nullptr, "Worker threads completing operations."),
+    option(KVBLOB_OPTION_INT, "fanout", "2", nullptr, "Levels of two-hex-digit directories above each object (0-4)."),
+    option(KVBLOB_OPTION_INT, "reservation_expiry_ms", "30000", nullptr,
+           "Age after which a writer's reservation is taken as left by a dead writer and broken. Must exceed "
+           "the longest put."),
+}};
+
+constexpr auto all_options = support::join(own_options, support::limit_options());
+
+}  // namespace
+
+extern const kvblob_option_desc_t *const file_options = all_options.data();
+extern const uint64_t file_option_count = all_options.size();
+extern const kvblob_scenarios_t file_scenarios = support::ScenarioGlue<FileDriver>::table();
+
+namespace {
+constexpr kvblob_plugin_t plugin_table = support::Glue<FileDriver>::table(
+    "file", "0.1.0", "One file per object under a directory, local or on a shared POSIX filesystem.",
+    all_options.data(), all_options.size(), true, true);
+}  // namespace
+
+}  // namespace kvblob::file
+
+extern "C" KVBLOB_EXPORT kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
+{
+    return kvblob::support::negotiate(n, &kvblob::file::plugin_table);
+}

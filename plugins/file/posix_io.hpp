@@ -1,0 +1,82 @@
+// Thin RAII and loop-until-done wrappers over the POSIX calls the file
+// driver makes. Every failure keeps its errno so the driver can tell a full
+// filesystem (DECLINED) from any other failure (FAULT).
+#pragma once
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace kvblob::file {
+
+class UniqueFd {
+public:
+    UniqueFd() = default;
+    explicit UniqueFd(int fd) : fd_(fd) {}
+    ~UniqueFd() { reset(); }
+    UniqueFd(UniqueFd &&o) noexcept : fd_(o.release()) {}
+    UniqueFd &operator=(UniqueFd &&o) noexcept
+    {
+        if (this != &o) {
+            reset();
+            fd_ = o.release();
+        }
+        return *this;
+    }
+    int get() const { return fd_; }
+    explicit operator bool() const { return fd_ >= 0; }
+    int release()
+    {
+        int fd = fd_;
+        fd_ = -1;
+        return fd;
+    }
+    void reset()
+    {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+private:
+    int fd_ = -1;
+};
+
+// A path unlinked when this goes out of scope, unless kept.
+class ScopedPath {
+public:
+    ScopedPath() = default;
+    explicit ScopedPath(std::string path) : path_(std::move(path)) {}
+    ~ScopedPath()
+    {
+        if (!path_.empty()) ::unlink(path_.c_str());
+    }
+    ScopedPath(const ScopedPath &) = delete;
+    ScopedPath &operator=(const ScopedPath &) = delete;
+    const std::string &path() const { return path_; }
+    void keep() { path_.clear(); }
+
+private:
+    std::string path_;
+};
+
+// "what path: strerror(errno)", the message of a FAULT row.
+inline std::string errno_text(const char *what, const std::string &path, int err)
+{
+    return std::string(what) + " " + path + ": " + std::strerror(err);
+}
+
+// Whether err means the filesystem or the quota is full (R-ROW-2 DECLINED).
+inline bool is_no_space(int err) { return err == ENOSPC || err == EDQUOT; }
+
+// Writes every byte of iov at offset; 0 or an errno.
+int pwritev_all(int fd, std::vector<iovec> iov, uint64_t offset);
+// Reads exactly the bytes of iov from offset; 0, an errno, or -1 when the
+// file ended first.
+int preadv_all(int fd, std::vector<iovec> iov, uint64_t offset);
+
+}  // namespace kvblob::file

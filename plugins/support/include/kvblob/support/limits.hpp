@@ -1,0 +1,59 @@
+// The admission limits every bundled driver declares (R-CAP-*), as options
+// with the same names and meaning in each driver, so that an engine or a
+// test can shrink them the same way everywhere.
+#pragma once
+
+#include <kvblob/kvblob.h>
+
+#include <array>
+#include <cstddef>
+
+#include "kvblob/support/options.hpp"
+
+namespace kvblob::support {
+
+constexpr kvblob_option_desc_t option(kvblob_option_type type, const char *name, const char *def,
+                                      const char *choices, const char *help)
+{
+    return {sizeof(kvblob_option_desc_t), type, name, def, choices, help};
+}
+
+struct LimitDefaults {
+    const char *max_rows = "65536";
+    const char *max_spans = "64";
+    const char *max_key_bytes = "1024";
+    const char *max_object_bytes = "4G";
+    const char *max_ops_in_flight = "4096";
+};
+
+constexpr std::array<kvblob_option_desc_t, 5> limit_options(LimitDefaults d = {})
+{
+    return {{
+        option(KVBLOB_OPTION_INT, "max_rows", d.max_rows, nullptr, "Most rows per operation."),
+        option(KVBLOB_OPTION_INT, "max_spans", d.max_spans, nullptr, "Most spans per row (1 turns multi_span off)."),
+        option(KVBLOB_OPTION_INT, "max_key_bytes", d.max_key_bytes, nullptr, "Longest key, in bytes."),
+        option(KVBLOB_OPTION_BYTES, "max_object_bytes", d.max_object_bytes, nullptr, "Largest object."),
+        option(KVBLOB_OPTION_INT, "max_ops_in_flight", d.max_ops_in_flight, nullptr,
+               "Most operations admitted and not settled."),
+    }};
+}
+
+// A driver's option table: its own options, then the limits.
+template <size_t A, size_t B>
+constexpr std::array<kvblob_option_desc_t, A + B> join(const std::array<kvblob_option_desc_t, A> &a,
+                                                       const std::array<kvblob_option_desc_t, B> &b)
+{
+    std::array<kvblob_option_desc_t, A + B> out{};
+    for (size_t i = 0; i < A; ++i) out[i] = a[i];
+    for (size_t i = 0; i < B; ++i) out[A + i] = b[i];
+    return out;
+}
+
+// A positive integer option; OptionError naming it otherwise.
+uint64_t positive(const ParsedOptions &o, const char *name);
+
+// Reads the limit options into caps (and multi_span when more than one span
+// is allowed). Throws OptionError naming a bad one.
+void apply_limits(const ParsedOptions &o, kvblob_caps_t &caps);
+
+}  // namespace kvblob::support

@@ -1,0 +1,102 @@
+// Generates a driver's kvblob.scenarios/1 table from a C++ driver class D:
+// each slot is offered exactly when D has the member that stages it, so a
+// driver names what its store can stage by what it implements, and the
+// battery reports the rest as not supported.
+//
+// Members, each optional:
+//   kvblob_status stage_foreign_writer(const std::string &key);
+//   kvblob_status stage_full_pool();
+//   kvblob_status stage_failing_read(const std::string &key);
+//   kvblob_status stage_held_get(const std::string &key);
+//   kvblob_status stage_corrupt(const std::string &key);
+//   kvblob_status stage_unprovable(const std::string &key);
+//   kvblob_status release_staged();
+//   kvblob_status advance(kvblob_op_t *op, kvblob_stage stage);
+//   uint64_t echo_hint(kvblob_op_t *op, void *buf, uint64_t capacity);
+#pragma once
+
+#include <kvblob/kvblob.h>
+
+#include <string>
+
+#include "kvblob/support/driver_base.hpp"
+
+namespace kvblob::support {
+
+template <class D>
+struct ScenarioGlue {
+    static D *self(kvblob_driver_t *d) { return static_cast<D *>(static_cast<DriverBase *>(d)); }
+    static std::string key(const uint8_t *k, uint64_t n)
+    {
+        return k ? std::string(reinterpret_cast<const char *>(k), n) : std::string();
+    }
+    // No exception crosses the C boundary.
+    template <class F>
+    static kvblob_status guarded(F &&f) noexcept
+    {
+        try {
+            return f();
+        } catch (...) {
+            return KVBLOB_E_INTERNAL;
+        }
+    }
+
+    static kvblob_status foreign_writer(kvblob_driver_t *d, const uint8_t *k, uint64_t n) noexcept
+    {
+        return guarded([&] { return self(d)->stage_foreign_writer(key(k, n)); });
+    }
+    static kvblob_status full_pool(kvblob_driver_t *d) noexcept
+    {
+        return guarded([&] { return self(d)->stage_full_pool(); });
+    }
+    static kvblob_status failing_read(kvblob_driver_t *d, const uint8_t *k, uint64_t n) noexcept
+    {
+        return guarded([&] { return self(d)->stage_failing_read(key(k, n)); });
+    }
+    static kvblob_status held_get(kvblob_driver_t *d, const uint8_t *k, uint64_t n) noexcept
+    {
+        return guarded([&] { return self(d)->stage_held_get(key(k, n)); });
+    }
+    static kvblob_status corrupt(kvblob_driver_t *d, const uint8_t *k, uint64_t n) noexcept
+    {
+        return guarded([&] { return self(d)->stage_corrupt(key(k, n)); });
+    }
+    static kvblob_status unprovable(kvblob_driver_t *d, const uint8_t *k, uint64_t n) noexcept
+    {
+        return guarded([&] { return self(d)->stage_unprovable(key(k, n)); });
+    }
+    static kvblob_status release(kvblob_driver_t *d) noexcept
+    {
+        return guarded([&] { return self(d)->release_staged(); });
+    }
+    static kvblob_status advance(kvblob_driver_t *d, kvblob_op_t *op, kvblob_stage stage) noexcept
+    {
+        return guarded([&] { return self(d)->advance(op, stage); });
+    }
+    static uint64_t echo_hint(kvblob_driver_t *d, kvblob_op_t *op, void *buf, uint64_t capacity) noexcept
+    {
+        return self(d)->echo_hint(op, buf, capacity);
+    }
+
+    static constexpr kvblob_scenarios_t table()
+    {
+        kvblob_scenarios_t t{};
+        t.struct_size = sizeof(kvblob_scenarios_t);
+        if constexpr (requires(D &d, const std::string &s) { d.stage_foreign_writer(s); })
+            t.stage_foreign_writer = &foreign_writer;
+        if constexpr (requires(D &d) { d.stage_full_pool(); }) t.stage_full_pool = &full_pool;
+        if constexpr (requires(D &d, const std::string &s) { d.stage_failing_read(s); })
+            t.stage_failing_read = &failing_read;
+        if constexpr (requires(D &d, const std::string &s) { d.stage_held_get(s); }) t.stage_held_get = &held_get;
+        if constexpr (requires(D &d, const std::string &s) { d.stage_corrupt(s); }) t.stage_corrupt = &corrupt;
+        if constexpr (requires(D &d, const std::string &s) { d.stage_unprovable(s); })
+            t.stage_unprovable = &unprovable;
+        if constexpr (requires(D &d) { d.release_staged(); }) t.release_staged = &release;
+        if constexpr (requires(D &d, kvblob_op_t *op) { d.advance(op, KVBLOB_STAGE_START); }) t.advance = &advance;
+        if constexpr (requires(D &d, kvblob_op_t *op, void *b) { d.echo_hint(op, b, uint64_t{}); })
+            t.echo_hint = &echo_hint;
+        return t;
+    }
+};
+
+}  // namespace kvblob::support

@@ -1,0 +1,224 @@
+// The file driver against a real filesystem: objects shared between
+// processes, a writer killed mid-put, a full filesystem, the quota, and
+// direct I/O.
+#include <doctest/doctest.h>
+
+#include <sys/mount.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "plugins/driver_harness.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using kvblob::OpKind;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct FileHarness : DriverHarness {
+    explicit FileHarness(const std::string &root, kvblob::Options extra = {})
+        : DriverHarness("file", with_root(root, std::move(extra)))
+    {
+    }
+    static kvblob::Options with_root(const std::string &root, kvblob::Options extra)
+    {
+        extra.insert(extra.begin(), {"root", root});
+        return extra;
+    }
+};
+
+// Files under root whose name contains part.
+std::vector<fs::path> files_named(const std::string &root, const std::string &part)
+{
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+        if (it->path().filename().string().find(part) != std::string::npos) out.push_back(it->path());
+    return out;
+}
+
+int peer(std::vector<std::string> args)
+{
+    args.insert(args.begin(), KVBLOB_FILE_PEER_BIN);
+    ChildProcess p(args);
+    REQUIRE(p.started());
+    return p.wait();
+}
+
+std::vector<uint8_t> pattern(size_t size, uint64_t seed)
+{
+    std::vector<uint8_t> v(size);
+    fill_pattern(v.data(), size, seed);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("file driver: objects put by one process are read by another through one root")
+{
+    TempDir root("kvblob-file");
+    REQUIRE(peer({"put", root.path(), "p", "16", "65536"}) == 0);
+
+    FileHarness h(root.path());
+    auto buf = h.buffer(65536);
+    for (uint64_t i = 0; i < 16; ++i) {
+        std::fill(buf.bytes.begin(), buf.bytes.end(), 0);
+        CHECK(h.one(OpKind::get, "p" + std::to_string(i), {make_span(buf.handle(), 0, 65536)}) == KVBLOB_ROW_READY);
+        CHECK(buf.bytes == pattern(65536, i));
+    }
+    for (uint64_t i = 0; i < 16; ++i) {
+        auto bytes = pattern(65536, i);
+        std::copy(bytes.begin(), bytes.end(), buf.bytes.begin());
+        CHECK(h.one(OpKind::put, "q" + std::to_string(i), {make_span(buf.handle(), 0, 65536)}) == KVBLOB_ROW_READY);
+    }
+    CHECK(peer({"verify", root.path(), "q", "16", "65536"}) == 0);
+    // The peer can fail: a key nobody put is not READY there either.
+    CHECK(peer({"verify", root.path(), "never-put", "1", "65536"}) == 1);
+}
+
+TEST_CASE("file driver: a writer killed mid-put leaves no READY object, and its reservation expires")
+{
+    constexpr uint64_t size = 32u << 20;
+    const std::string expiry = "1500";
+    bool caught_mid_put = false;
+    // The kill lands mid-put almost always; a put that finished between
+    // the look and the kill is tried again.
+    for (int attempt = 0; attempt < 5 && !caught_mid_put; ++attempt) {
+        TempDir root("kvblob-file-kill");
+        ChildProcess writer({KVBLOB_FILE_PEER_BIN, "put", root.path(), "k", "1000", std::to_string(size),
+                             "reservation_expiry_ms=" + expiry});
+        REQUIRE(writer.started());
+        const auto deadline = std::chrono::steady_clock::now() + 30s;
+        while (files_named(root.path(), ".writing").empty() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(1ms);
+        writer.kill(SIGKILL);
+        CHECK(writer.wait() == 128 + SIGKILL);
+        const auto killed_at = std::chrono::steady_clock::now();
+        if (files_named(root.path(), ".writing").empty()) continue;
+        caught_mid_put = true;
+
+        FileHarness h(root.path(), {{"reservation_expiry_ms", expiry}});
+        auto buf = h.buffer(size);
+        auto span = make_span(buf.handle(), 0, size);
+        // Every object published before the kill is whole; the one being
+        // written is NOT_READY, never READY.
+        const uint64_t published = files_named(root.path(), ".obj").size();
+        for (uint64_t i = 0; i < published; ++i) {
+            CHECK(h.one(OpKind::get, "k" + std::to_string(i), {span}) == KVBLOB_ROW_READY);
+            CHECK(buf.bytes == pattern(size, i));
+        }
+        const std::string torn = "k" + std::to_string(published);
+        std::fill(buf.bytes.begin(), buf.bytes.end(), 0xEE);
+        CHECK(h.one(OpKind::get, torn, {span}) == KVBLOB_ROW_NOT_READY);
+        CHECK(h.one(OpKind::probe, torn) == KVBLOB_ROW_NOT_READY);
+        CHECK(h.one(OpKind::put, torn, {span}) == KVBLOB_ROW_NOT_READY);
+        CHECK(std::all_of(buf.bytes.begin(), buf.bytes.end(), [](uint8_t b) { return b == 0xEE; }));
+
+        // Once the dead writer's reservation is older than the expiry, the
+        // key is simply absent, and a new writer takes it over.
+        std::this_thread::sleep_until(killed_at + std::chrono::milliseconds(std::stoi(expiry)) + 200ms);
+        CHECK(h.one(OpKind::get, torn, {span}) == KVBLOB_ROW_MISS);
+        CHECK(h.one(OpKind::probe, torn) == KVBLOB_ROW_MISS);
+        auto bytes = pattern(size, 77);
+        std::copy(bytes.begin(), bytes.end(), buf.bytes.begin());
+        CHECK(h.one(OpKind::put, torn, {span}) == KVBLOB_ROW_READY);
+        std::fill(buf.bytes.begin(), buf.bytes.end(), 0);
+        CHECK(h.one(OpKind::get, torn, {span}) == KVBLOB_ROW_READY);
+        CHECK(buf.bytes == bytes);
+        // The dead writer's reservation and temporary file went with it.
+        CHECK(files_named(root.path(), ".writing").empty());
+        CHECK(files_named(root.path(), ".tmp.").empty());
+    }
+    REQUIRE(caught_mid_put);
+}
+
+TEST_CASE("file driver: a full filesystem is DECLINED and leaves nothing behind (R-ROW-8)")
+{
+    TempDir root("kvblob-file-full");
+    if (::mount("tmpfs", root.path().c_str(), "tmpfs", 0, "size=1m") != 0) {
+        MESSAGE("skipped: cannot mount a 1 MiB tmpfs here (" << std::strerror(errno) << "); needs root");
+        return;
+    }
+    struct Unmount {
+        std::string path;
+        ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+    } unmount{root.path()};
+    {
+        FileHarness h(root.path(), {{"fanout", "0"}});
+        auto buf = h.buffer(600 << 10, 7);
+        auto span = make_span(buf.handle(), 0, 600 << 10);
+        CHECK(h.one(OpKind::put, "first", {span}) == KVBLOB_ROW_READY);
+        Batch b;
+        b.row("second", {span});
+        auto op = h.submit(OpKind::put, b);
+        REQUIRE(op.wait(30s));
+        CHECK(op.results().at(0).result == KVBLOB_ROW_DECLINED);
+        CHECK(op.message(0).find("No space left on device") != std::string::npos);
+        CHECK(h.one(OpKind::get, "second", {span}) == KVBLOB_ROW_MISS);
+        CHECK(files_named(root.path(), ".tmp.").empty());
+        CHECK(files_named(root.path(), ".writing").empty());
+        CHECK(h.one(OpKind::get, "first", {span}) == KVBLOB_ROW_READY);
+    }
+}
+
+TEST_CASE("file driver: the quota declines what does not fit and counts what is already stored")
+{
+    TempDir root("kvblob-file-quota");
+    constexpr uint64_t row = 600 << 10;
+    {
+        FileHarness h(root.path(), {{"capacity", "1M"}});
+        auto buf = h.buffer(row, 3);
+        auto span = make_span(buf.handle(), 0, row);
+        CHECK(h.one(OpKind::put, "a", {span}) == KVBLOB_ROW_READY);
+        CHECK(h.one(OpKind::put, "b", {span}) == KVBLOB_ROW_DECLINED);
+        CHECK(h.one(OpKind::get, "b", {span}) == KVBLOB_ROW_MISS);
+        CHECK(h.one(OpKind::remove, "a") == KVBLOB_ROW_READY);
+        CHECK(h.one(OpKind::put, "b", {span}) == KVBLOB_ROW_READY);
+    }
+    // A driver opened later counts what the root already holds.
+    FileHarness later(root.path(), {{"capacity", "1M"}});
+    auto buf = later.buffer(row, 3);
+    CHECK(later.one(OpKind::put, "c", {make_span(buf.handle(), 0, row)}) == KVBLOB_ROW_DECLINED);
+}
+
+TEST_CASE("file driver: direct I/O round-trips multi-span rows of unaligned sizes")
+{
+    TempDir root("kvblob-file-direct");
+    FileHarness h(root.path(), {{"direct", "true"}, {"fsync", "data"}});
+    auto src = h.buffer(3 * 4099);
+    auto dst = h.buffer(3 * 4099);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 11);
+    std::vector<kvblob_span_t> in, out;
+    for (int s = 0; s < 3; ++s) {
+        in.push_back(make_span(src.handle(), s * 4099, 4099));
+        out.push_back(make_span(dst.handle(), (2 - s) * 4099, 4099));  // scattered the other way round
+    }
+    CHECK(h.one(OpKind::put, "unaligned", in) == KVBLOB_ROW_READY);
+    CHECK(h.one(OpKind::get, "unaligned", out) == KVBLOB_ROW_READY);
+    for (int s = 0; s < 3; ++s)
+        CHECK(std::memcmp(src.bytes.data() + s * 4099, dst.bytes.data() + (2 - s) * 4099, 4099) == 0);
+    CHECK(fs::file_size(files_named(root.path(), ".obj").at(0)) == 3 * 4099 + 40);
+}
+
+TEST_CASE("file driver: a root that is missing or not a directory is refused, naming the option")
+{
+    TempDir root("kvblob-file-bad");
+    const std::string missing = root.path() + "/no-such-dir";
+    for (const std::string &bad : {missing, std::string("/dev/null"), std::string()}) {
+        CAPTURE(bad);
+        auto plugin = kvblob::Plugin::load("file");
+        std::string what;
+        try {
+            plugin.open({{"root", bad}});
+        } catch (const std::exception &e) {
+            what = e.what();
+        }
+        CHECK(what.find("option 'root'") != std::string::npos);
+    }
+}
