@@ -57,13 +57,13 @@ thread_local AlignedBuffer bounce;
 
 // Opens with O_DIRECT when asked and the filesystem allows it (tmpfs, for
 // one, refuses it with EINVAL), buffered otherwise.
-int open_file(const std::string &path, int flags, bool direct, mode_t mode = 0)
+int open_file(const std::string &path, int flags, bool direct)
 {
     if (direct) {
-        int fd = ::open(path.c_str(), flags | O_DIRECT | O_CLOEXEC, mode);
+        int fd = ::open(path.c_str(), flags | O_DIRECT | O_CLOEXEC);
         if (fd >= 0 || errno != EINVAL) return fd;
     }
-    return ::open(path.c_str(), flags | O_CLOEXEC, mode);
+    return ::open(path.c_str(), flags | O_CLOEXEC);
 }
 
 std::vector<iovec> iovecs_of(const support::Row &row, uint8_t *trailer)
@@ -234,11 +234,10 @@ FileDriver::Outcome FileDriver::put(const support::Row &row)
         ~GiveBack() { used.fetch_sub(n); }
     } give_back{used_, counted};
 
-    const std::string temp = p.temp_prefix + std::to_string(::getpid()) + "." + std::to_string(temp_sequence_++);
     Reservation::Outcome claimed;
     std::string error;
-    Reservation reservation =
-        Reservation::claim(settings_.root, p, temp, settings_.reservation_expiry, claimed, error);
+    Reservation reservation = Reservation::claim(settings_.root, p, settings_.direct ? O_DIRECT : 0,
+                                                 settings_.reservation_expiry, claimed, error);
     switch (claimed) {
     case Reservation::Outcome::owned: break;
     case Reservation::Outcome::held_by_other:
@@ -249,11 +248,12 @@ FileDriver::Outcome FileDriver::put(const support::Row &row)
     // Published by another writer between the first look and the claim.
     if (::stat(p.object.c_str(), &st) == 0) return {KVBLOB_ROW_READY, 0, "already stored; left as it was"};
 
-    ScopedPath temp_file(temp);
-    if (const int err = write_object(row, temp))
-        return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err, errno_text("write", temp, err)};
+    if (const int err = write_object(row, reservation))
+        return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err,
+                errno_text("write", reservation.path(), err)};
     // link() never replaces: an object published first stays (R-ROW-7).
-    if (::link(temp.c_str(), p.object.c_str()) != 0) {
+    // The claim's name goes with the Reservation.
+    if (::link(reservation.path().c_str(), p.object.c_str()) != 0) {
         const int err = errno;
         if (err == EEXIST) return {KVBLOB_ROW_READY, 0, "already stored; left as it was"};
         return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err, errno_text("link", p.object, err)};
@@ -270,11 +270,10 @@ FileDriver::Outcome FileDriver::put(const support::Row &row)
     return {KVBLOB_ROW_READY, 0, {}};
 }
 
-int FileDriver::write_object(const support::Row &row, const std::string &temp)
+int FileDriver::write_object(const support::Row &row, Reservation &reservation)
 {
     const uint64_t bytes = row.total + trailer_size;
-    UniqueFd fd(open_file(temp, O_WRONLY | O_CREAT | O_EXCL, settings_.direct, 0644));
-    if (!fd) return errno;
+    const int fd = reservation.fd();
     int err = 0;
     if (settings_.direct) {
         // O_DIRECT wants aligned memory and lengths: one fused copy and
@@ -291,19 +290,18 @@ int FileDriver::write_object(const support::Row &row, const std::string &temp)
         }
         support::write_trailer(dst, row.key, row.total, crc);
         std::memset(dst + trailer_size, 0, padded - bytes);
-        err = pwritev_all(fd.get(), {{buf, padded}}, 0);
-        if (!err && ::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) err = errno;
+        err = pwritev_all(fd, {{buf, padded}}, 0);
+        if (!err && ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) err = errno;
     } else {
         uint32_t crc = 0;
         for (const auto &s : row.spans) crc = support::crc32c(crc, s.data, s.length);
         uint8_t trailer[trailer_size];
         support::write_trailer(trailer, row.key, row.total, crc);
-        err = pwritev_all(fd.get(), iovecs_of(row, trailer), 0);
+        err = pwritev_all(fd, iovecs_of(row, trailer), 0);
     }
-    if (!err && settings_.sync == Sync::data && ::fdatasync(fd.get()) != 0) err = errno;
-    if (!err && settings_.sync == Sync::full && ::fsync(fd.get()) != 0) err = errno;
-    // A shared filesystem may report a failed write only at close.
-    if (!err && ::close(fd.release()) != 0) err = errno;
+    if (!err && settings_.sync == Sync::data && ::fdatasync(fd) != 0) err = errno;
+    if (!err && settings_.sync == Sync::full && ::fsync(fd) != 0) err = errno;
+    if (!err) err = reservation.close();
     return err;
 }
 
@@ -403,7 +401,7 @@ FileDriver::Outcome FileDriver::remove(const support::Row &row)
 kvblob_status FileDriver::stage_foreign_writer(const std::string &key)
 {
     const ObjectPaths p = paths(key);
-    if (!Reservation::plant(settings_.root, p, "staged foreign writer (kvblob.scenarios/1) " + writer_identity()))
+    if (!Reservation::plant(settings_.root, p))
         return KVBLOB_E_INVALID;
     std::lock_guard lock(hooks_mu_);
     planted_reservations_.push_back(p.reservation);

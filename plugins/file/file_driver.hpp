@@ -2,12 +2,11 @@
 // on a local disk or a shared POSIX mount, so that engine processes share
 // objects with no server to run.
 //
-// A put writes the payload and trailer to a temporary file beside the
-// object and publishes it with link(), which refuses to replace an existing
-// object: readers never see a partial object (R-CON-2, R-ROW-8) and a
-// published one is never rewritten (R-ROW-7). While writing, the writer
-// holds an O_EXCL reservation (reservation.hpp) that makes other drivers
-// answer NOT_READY for the key (R-ROW-2).
+// A put writes the payload and trailer into its O_EXCL claim file beside
+// the object (reservation.hpp), which makes other drivers answer NOT_READY
+// for the key meanwhile (R-ROW-2), and publishes it with link(), which
+// refuses to replace an existing object: readers never see a partial object
+// (R-CON-2, R-ROW-8) and a published one is never rewritten (R-ROW-7).
 #pragma once
 
 #include <kvblob/support/driver_base.hpp>
@@ -26,6 +25,7 @@ namespace kvblob::file {
 
 using support::Op;
 using support::OpKind;
+class Reservation;
 
 enum class Sync { none, data, full };
 
@@ -71,13 +71,12 @@ private:
     Outcome remove(const support::Row &row);
     // MISS, or NOT_READY while a writer holds the key.
     Outcome absent(const ObjectPaths &paths) const;
-    // Writes row to a new file at temp; 0 or an errno.
-    int write_object(const support::Row &row, const std::string &temp);
+    // Writes row's object into the claimed file; 0 or an errno.
+    int write_object(const support::Row &row, Reservation &reservation);
     ObjectPaths paths(const std::string &key) const { return paths_for(settings_.root, settings_.fanout, key); }
 
     const Settings settings_;
     std::atomic<uint64_t> used_{0};  // bytes this driver knows stored (the quota)
-    std::atomic<uint64_t> temp_sequence_{0};
     support::WorkQueue workers_;
 
     // Staged scenarios, under hooks_mu_.

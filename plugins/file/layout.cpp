@@ -23,7 +23,6 @@ ObjectPaths paths_for(const std::string &root, unsigned fanout, std::string_view
     for (unsigned level = 0; level < fanout; ++level) p.dir += "/" + name.substr(2 * level, 2);
     p.object = p.dir + "/" + name + std::string(object_suffix);
     p.reservation = p.dir + "/" + name + std::string(reservation_suffix);
-    p.temp_prefix = p.dir + "/." + name + ".tmp.";
     return p;
 }
 

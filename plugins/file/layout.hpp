@@ -3,8 +3,7 @@
 // directories so that no directory grows past a few thousand entries.
 //
 //   ROOT/ab/cd/abcd....obj        the object: payload, then the TLBK trailer
-//   ROOT/ab/cd/abcd....writing    a writer's reservation (O_EXCL)
-//   ROOT/ab/cd/.abcd....tmp.*     a writer's unpublished bytes
+//   ROOT/ab/cd/abcd....writing    a writer's claim and unpublished bytes
 //
 // The trailer records the key's digest again, so a file moved or copied
 // under another name reads as FAULT, never as another key's bytes.
@@ -19,7 +18,6 @@ struct ObjectPaths {
     std::string dir;          // the fan-out directory
     std::string object;       // dir/NAME.obj
     std::string reservation;  // dir/NAME.writing
-    std::string temp_prefix;  // dir/.NAME.tmp. (a writer appends its own tag)
 };
 
 inline constexpr std::string_view object_suffix = ".obj";

@@ -46,24 +46,6 @@ private:
     int fd_ = -1;
 };
 
-// A path unlinked when this goes out of scope, unless kept.
-class ScopedPath {
-public:
-    ScopedPath() = default;
-    explicit ScopedPath(std::string path) : path_(std::move(path)) {}
-    ~ScopedPath()
-    {
-        if (!path_.empty()) ::unlink(path_.c_str());
-    }
-    ScopedPath(const ScopedPath &) = delete;
-    ScopedPath &operator=(const ScopedPath &) = delete;
-    const std::string &path() const { return path_; }
-    void keep() { path_.clear(); }
-
-private:
-    std::string path_;
-};
-
 // "what path: strerror(errno)", the message of a FAULT row.
 inline std::string errno_text(const char *what, const std::string &path, int err)
 {

@@ -2,14 +2,11 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <fstream>
-#include <sstream>
-
-#include "posix_io.hpp"
 
 namespace kvblob::file {
 
@@ -24,46 +21,15 @@ std::chrono::milliseconds age_of(const struct stat &st)
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - mtime);
 }
 
-// Breaks a stale reservation: renames it aside first, so that of two
-// processes breaking it at once only one succeeds, then removes the
-// temporary file it names and itself.
+// Breaks a stale claim: renames it aside first, so that of two processes
+// breaking it at once only one succeeds, then removes it.
 void break_stale(const ObjectPaths &paths)
 {
     static std::atomic<uint64_t> sequence{0};
     const std::string aside = paths.reservation + ".stale." + std::to_string(::getpid()) + "." +
                               std::to_string(sequence.fetch_add(1));
-    if (::rename(paths.reservation.c_str(), aside.c_str()) != 0) return;
-    std::ifstream in(aside);
-    std::string line;
-    std::getline(in, line);
-    const auto at = line.find(" temp=");
-    if (at != std::string::npos) {
-        const std::string temp = line.substr(at + 6);
-        // Only a temporary file of this very key is ever removed.
-        if (temp.rfind(paths.temp_prefix, 0) == 0) ::unlink(temp.c_str());
-    }
-    ::unlink(aside.c_str());
+    if (::rename(paths.reservation.c_str(), aside.c_str()) == 0) ::unlink(aside.c_str());
 }
-
-int create_exclusive(const std::string &root, const ObjectPaths &paths, const std::string &content)
-{
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        UniqueFd fd(::open(paths.reservation.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-        if (fd) {
-            if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
-                const int err = errno ? errno : EIO;
-                ::unlink(paths.reservation.c_str());
-                return err;
-            }
-            return 0;
-        }
-        if (errno != ENOENT) return errno;
-        if (const int err = make_dirs(root, paths.dir)) return err;
-    }
-    return ENOENT;
-}
-
-}  // namespace
 
 const std::string &writer_identity()
 {
@@ -75,24 +41,45 @@ const std::string &writer_identity()
     return identity;
 }
 
+// Creates the claim file (and the fan-out directories it needs).
+UniqueFd create_exclusive(const std::string &root, const ObjectPaths &paths, int open_flags, int &err)
+{
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | open_flags;
+        UniqueFd fd(::open(paths.reservation.c_str(), flags, 0644));
+        if (!fd && errno == EINVAL && (open_flags & O_DIRECT))  // the filesystem refuses O_DIRECT
+            fd = UniqueFd(::open(paths.reservation.c_str(), flags & ~O_DIRECT, 0644));
+        if (fd) {
+            const auto &who = writer_identity();
+            ::fsetxattr(fd.get(), "user.kvblob.writer", who.data(), who.size(), 0);  // best effort
+            err = 0;
+            return fd;
+        }
+        err = errno;
+        if (err != ENOENT) return {};
+        if ((err = make_dirs(root, paths.dir)) != 0) return {};
+    }
+    err = ENOENT;
+    return {};
+}
+
+}  // namespace
+
 bool reservation_active(const std::string &path, std::chrono::milliseconds expiry)
 {
     struct stat st {};
     return ::stat(path.c_str(), &st) == 0 && age_of(st) < expiry;
 }
 
-Reservation Reservation::claim(const std::string &root, const ObjectPaths &paths, const std::string &temp_path,
+Reservation Reservation::claim(const std::string &root, const ObjectPaths &paths, int open_flags,
                                std::chrono::milliseconds expiry, Outcome &outcome, std::string &error)
 {
-    const auto now_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
-    const std::string content =
-        writer_identity() + " time_ms=" + std::to_string(now_ms) + " temp=" + temp_path + "\n";
     for (int attempt = 0; attempt < 2; ++attempt) {
-        const int err = create_exclusive(root, paths, content);
-        if (err == 0) {
+        int err = 0;
+        UniqueFd fd = create_exclusive(root, paths, open_flags, err);
+        if (fd) {
             outcome = Outcome::owned;
-            return Reservation(paths.reservation);
+            return Reservation(paths.reservation, std::move(fd));
         }
         if (err == EEXIST) {
             struct stat st {};
@@ -111,13 +98,20 @@ Reservation Reservation::claim(const std::string &root, const ObjectPaths &paths
     return {};
 }
 
-bool Reservation::plant(const std::string &root, const ObjectPaths &paths, const std::string &who)
+bool Reservation::plant(const std::string &root, const ObjectPaths &paths)
 {
-    return create_exclusive(root, paths, who + "\n") == 0;
+    int err = 0;
+    return static_cast<bool>(create_exclusive(root, paths, 0, err));
+}
+
+int Reservation::close()
+{
+    return ::close(fd_.release()) == 0 ? 0 : errno;
 }
 
 Reservation::~Reservation()
 {
+    fd_.reset();
     if (!path_.empty()) ::unlink(path_.c_str());
 }
 

@@ -171,7 +171,7 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     case Store::Reservation::reserved: break;
     }
     // One pass over the caller's bytes: copy and checksum together.
-    auto object = std::make_shared<std::vector<uint8_t>>(bytes);
+    auto object = store_->allocate(bytes);
     if (KVBLOB_BREAKS("concurrency.threads")) {
         store_->commit(row.key, object);  // readers see the object before it is written
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -1,5 +1,7 @@
 #include "store.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 
@@ -14,6 +16,16 @@ std::shared_ptr<Store> Store::named(const std::string &name, uint64_t capacity)
     std::shared_ptr<Store> store(new Store(capacity));
     stores[name] = store;
     return store;
+}
+
+// Buffers of removed objects kept for reuse: at most this much, and at most
+// the store's capacity when it has one.
+constexpr uint64_t max_idle_bytes = 1ull << 30;
+
+Store::Store(uint64_t capacity)
+    : pool_(std::make_shared<BlobPool>(capacity ? std::min(capacity, max_idle_bytes) : max_idle_bytes)),
+      capacity_(capacity)
+{
 }
 
 Store::Shard &Store::shard(const std::string &key) { return shards_[std::hash<std::string>{}(key) % shard_count]; }
@@ -86,8 +98,10 @@ bool Store::corrupt(const std::string &key)
     std::lock_guard lock(s.mu);
     auto it = s.map.find(key);
     if (it == s.map.end() || !it->second.object || it->second.object->empty()) return false;
-    auto damaged = std::make_shared<std::vector<uint8_t>>(*it->second.object);
-    (*damaged)[0] ^= 0xFF;  // the first payload byte: only the checksum can tell
+    const Blob &stored = *it->second.object;
+    auto damaged = pool_->make(stored.size());
+    std::memcpy(damaged->data(), stored.data(), stored.size());
+    damaged->data()[0] ^= 0xFF;  // the first payload byte: only the checksum can tell
     it->second.object = std::move(damaged);
     return true;
 }

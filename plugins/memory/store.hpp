@@ -15,9 +15,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "blob_pool.hpp"
+
 namespace kvblob::memory {
 
-using Object = std::shared_ptr<const std::vector<uint8_t>>;
+using Object = std::shared_ptr<const Blob>;
 
 class Store {
 public:
@@ -38,6 +40,8 @@ public:
     Reservation reserve(const std::string &key, uint64_t bytes);
     // Publishes a reserved key's object: from here readers see it whole.
     void commit(const std::string &key, Object object);
+    // A buffer for an object of size bytes (payload and trailer).
+    std::shared_ptr<Blob> allocate(size_t size) { return pool_->make(size); }
 
     enum class Removal { removed, absent, writing };
     Removal remove(const std::string &key);
@@ -52,7 +56,7 @@ public:
     uint64_t used() const { return used_.load(); }
 
 private:
-    explicit Store(uint64_t capacity) : capacity_(capacity) {}
+    explicit Store(uint64_t capacity);
 
     struct Entry {
         Object object;        // null while a writer holds the key
@@ -66,6 +70,9 @@ private:
     Shard &shard(const std::string &key);
     const Shard &shard(const std::string &key) const;
 
+    // Declared before the shards: objects still stored when the store goes
+    // give their buffers back to a live pool.
+    std::shared_ptr<BlobPool> pool_;
     static constexpr size_t shard_count = 64;
     std::array<Shard, shard_count> shards_;
     const uint64_t capacity_;

@@ -131,9 +131,9 @@ TEST_CASE("file driver: a writer killed mid-put leaves no READY object, and its 
         std::fill(buf.bytes.begin(), buf.bytes.end(), 0);
         CHECK(h.one(OpKind::get, torn, {span}) == KVBLOB_ROW_READY);
         CHECK(buf.bytes == bytes);
-        // The dead writer's reservation and temporary file went with it.
+        // The dead writer's claim, and the bytes it held, went with it.
         CHECK(files_named(root.path(), ".writing").empty());
-        CHECK(files_named(root.path(), ".tmp.").empty());
+        CHECK(files_named(root.path(), ".stale.").empty());
     }
     REQUIRE(caught_mid_put);
 }
@@ -161,7 +161,6 @@ TEST_CASE("file driver: a full filesystem is DECLINED and leaves nothing behind 
         CHECK(op.results().at(0).result == KVBLOB_ROW_DECLINED);
         CHECK(op.message(0).find("No space left on device") != std::string::npos);
         CHECK(h.one(OpKind::get, "second", {span}) == KVBLOB_ROW_MISS);
-        CHECK(files_named(root.path(), ".tmp.").empty());
         CHECK(files_named(root.path(), ".writing").empty());
         CHECK(h.one(OpKind::get, "first", {span}) == KVBLOB_ROW_READY);
     }

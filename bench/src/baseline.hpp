@@ -1,0 +1,33 @@
+// The baseline measured beside a driver in the same run, on the same sizes:
+// what the medium itself does without kvblob in the way. memcpy for the
+// memory driver (its physical limit), raw pwrite/pread in the same
+// directory for the file driver, raw pipelined hiredis SET/GET to the same
+// server for the Redis driver.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kvblob/host/plugin.hpp"
+#include "measure.hpp"
+
+namespace kvblob::bench {
+
+struct Baseline {
+    std::string name;
+    std::function<bool(BenchOp)> supports;
+    std::function<std::unique_ptr<Lane>(const Point &, unsigned lane)> make_lane;
+};
+
+// The baseline for a driver opened with options; nullopt (and why) when
+// there is none.
+std::optional<Baseline> baseline_for(const std::string &driver, const Options &options, std::string &why_none);
+
+// Each baseline, for baseline_for.
+Baseline memcpy_baseline();
+Baseline posix_baseline(const std::string &root, const std::string &fsync);
+std::optional<Baseline> hiredis_baseline(const Options &options, std::string &why_none);
+
+}  // namespace kvblob::bench

@@ -1,0 +1,145 @@
+#include "driver_lane.hpp"
+
+#include <stdexcept>
+#include <thread>
+
+#include "kvblob/host/batch.hpp"
+
+namespace kvblob::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Waits for both answers without sleeping: a sleep's granularity would be
+// measured as the driver's latency.
+void wait_settled(const Operation &op)
+{
+    for (unsigned spins = 0; !(op.is_final() && op.access() != KVBLOB_ACCESS_OPEN); ++spins)
+        if (spins > 64) std::this_thread::yield();
+}
+
+class DriverLane : public Lane {
+public:
+    DriverLane(Driver &d, const Point &p, unsigned lane, const DriverLaneSettings &s)
+        : d_(d), p_(p), lane_(lane), s_(s), buf_(p.size * p.batch)
+    {
+    }
+
+    void prepare() override
+    {
+        fill_pattern(buf_.data(), buf_.size(), lane_ + 1);
+        kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, buf_.data(), buf_.size(), 0, 0};
+        region_ = d_.register_region(desc);
+        build_batch();
+        if (p_.op == BenchOp::put) return;
+        // Gets and probes read what this lane stored, and the first get is
+        // checked byte for byte: a fast wrong answer is no result.
+        Sample stored = run(OpKind::put, KVBLOB_ROW_READY);
+        if (stored.errors) throw std::runtime_error("could not store the rows to read: " + stored.error);
+        if (p_.op == BenchOp::get && !s_.null_driver) {
+            std::vector<uint8_t> expected = buf_;
+            std::fill(buf_.begin(), buf_.end(), 0);
+            Sample got = run(OpKind::get, KVBLOB_ROW_READY);
+            if (got.errors) throw std::runtime_error("the first get failed: " + got.error);
+            if (buf_ != expected) throw std::runtime_error("the driver's get delivered other bytes than were put");
+        }
+    }
+
+    Sample step() override
+    {
+        switch (p_.op) {
+        case BenchOp::put: return run(OpKind::put, KVBLOB_ROW_READY);
+        case BenchOp::get: return run(OpKind::get, s_.null_driver ? KVBLOB_ROW_MISS : KVBLOB_ROW_READY);
+        case BenchOp::probe: return run(OpKind::probe, s_.null_driver ? KVBLOB_ROW_MISS : KVBLOB_ROW_READY);
+        }
+        return {};
+    }
+
+    void between() override
+    {
+        if (p_.op != BenchOp::put) return;
+        // Every timed put stores new objects: a put of a stored key would be
+        // READY without moving a byte (R-ROW-7).
+        if (d_.has(KVBLOB_CAP_REMOVE)) {
+            remove_keys();
+        } else {
+            ++generation_;
+            build_batch();
+        }
+    }
+
+    // Leaves the store as it found it, where the driver can remove.
+    ~DriverLane() override
+    {
+        try {
+            if (region_.handle() && d_.has(KVBLOB_CAP_REMOVE)) remove_keys();
+        } catch (const std::exception &) {
+        }
+    }
+
+private:
+    void remove_keys()
+    {
+        Batch rm;
+        for (uint64_t r = 0; r < p_.batch; ++r) rm.row(key(r));
+        auto op = d_.submit(OpKind::remove, rm.get());
+        wait_settled(op);
+    }
+    std::string key(uint64_t row) const
+    {
+        return "kvblob-bench/" + s_.run_id + "/" + std::to_string(lane_) + "/" + std::to_string(generation_) + "/" +
+               std::to_string(row);
+    }
+    void build_batch()
+    {
+        batch_ = Batch();
+        for (uint64_t r = 0; r < p_.batch; ++r) batch_.row(key(r), {make_span(region_.handle(), r * p_.size, p_.size)});
+    }
+    Sample run(OpKind kind, kvblob_row_result expected)
+    {
+        Batch probe_batch;
+        if (kind == OpKind::probe)
+            for (uint64_t r = 0; r < p_.batch; ++r) probe_batch.row(key(r));
+        const kvblob_batch_t &b = kind == OpKind::probe ? probe_batch.get() : batch_.get();
+        Sample s;
+        const auto t0 = Clock::now();
+        Operation op = d_.submit(kind, b);
+        const auto t1 = Clock::now();
+        wait_settled(op);
+        const auto t2 = Clock::now();
+        s.submit = t1 - t0;
+        s.complete = t2 - t0;
+        const auto results = op.results();
+        for (uint64_t r = 0; r < results.size(); ++r) {
+            if (results[r].result == expected) {
+                ++s.rows;
+                if (kind != OpKind::probe && !s_.null_driver) s.bytes += p_.size;
+            } else {
+                if (!s.errors)
+                    s.error = std::string(kvblob_row_result_name(results[r].result)) + ": " + op.message(r);
+                ++s.errors;
+            }
+        }
+        return s;
+    }
+
+    Driver &d_;
+    const Point p_;
+    const unsigned lane_;
+    const DriverLaneSettings s_;
+    std::vector<uint8_t> buf_;
+    Region region_;
+    Batch batch_;
+    uint64_t generation_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Lane> make_driver_lane(Driver &driver, const Point &point, unsigned lane,
+                                       const DriverLaneSettings &settings)
+{
+    return std::make_unique<DriverLane>(driver, point, lane, settings);
+}
+
+}  // namespace kvblob::bench

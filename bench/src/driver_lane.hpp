@@ -1,0 +1,23 @@
+// A lane that measures a driver through the host's C++ API: the path an
+// engine takes, so the figures include what the host costs.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kvblob/host/driver.hpp"
+#include "measure.hpp"
+
+namespace kvblob::bench {
+
+struct DriverLaneSettings {
+    std::string run_id;         // keeps this run's keys apart from others'
+    // The null driver answers MISS to gets and probes and moves no bytes:
+    // its rows count, its bytes do not.
+    bool null_driver = false;
+};
+
+std::unique_ptr<Lane> make_driver_lane(Driver &driver, const Point &point, unsigned lane,
+                                       const DriverLaneSettings &settings);
+
+}  // namespace kvblob::bench

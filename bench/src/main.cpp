@@ -1,0 +1,155 @@
+// kvblob-bench: measures any driver through the host, with a baseline for
+// the same medium measured in the same run, so that every figure comes with
+// the ratio that makes it comparable across machines.
+//
+// Exit codes: 0 measured; 1 some rows did not come back as expected (the
+// figures of those points are not to be trusted); 2 usage error; 3 the
+// plugin was refused or its driver would not open.
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "baseline.hpp"
+#include "driver_lane.hpp"
+#include "kvblob/cli/plugin_flags.hpp"
+#include "kvblob/host/load_error.hpp"
+#include "kvblob/host/version.hpp"
+#include "report.hpp"
+
+using namespace kvblob;
+using namespace kvblob::bench;
+
+int main(int argc, char **argv)
+{
+    CLI::App app{"Measures a kvblob driver's throughput and latency against a baseline for its medium, in the same "
+                 "run: memcpy (memory driver), raw pwrite/pread in its directory (file driver), raw pipelined "
+                 "hiredis (Redis driver). The null driver measures what the host costs per row."};
+    app.set_version_flag("--version", tool_version_banner("kvblob-bench"));
+    std::string driver_spec, sizes_text = "4K,64K,256K,1M,16M", batch_text = "32", threads_text = "1",
+                             ops_text = "put,get", plot_path, max_memory_text = "2G";
+    double duration = 0.5;
+    std::string bytes_text;
+    bool json = false, csv = false, no_baseline = false;
+    cli::PluginFlags flags;
+    app.add_option("-d,--driver", driver_spec, "Plugin path or driver name (memory, file, redis, null)")->required();
+    cli::add_plugin_flags(app, flags);
+    app.add_option("--sizes", sizes_text, "Row sizes (comma-separated, K/M/G suffixes)")->capture_default_str();
+    app.add_option("--batch", batch_text, "Rows per operation (comma-separated)")->capture_default_str();
+    app.add_option("--threads", threads_text, "Threads submitting at once (comma-separated)")->capture_default_str();
+    app.add_option("--ops", ops_text, "Operations: put, get, probe (comma-separated)")->capture_default_str();
+    app.add_option("--duration", duration, "Seconds per point, for the driver and again for the baseline")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app.add_option("--bytes", bytes_text, "Byte budget per point (stops at whichever budget is spent first)");
+    app.add_option("--max-memory", max_memory_text, "Skip points whose buffers would exceed this")
+        ->capture_default_str();
+    auto *json_flag = app.add_flag("--json", json, "Print the results as JSON (fields named *ratio* hold the ratios)");
+    app.add_flag("--csv", csv, "Print the results as CSV")->excludes(json_flag);
+    app.add_option("--plot", plot_path, "Also draw throughput against row size to FILE.svg");
+    app.add_flag("--no-baseline", no_baseline, "Measure the driver alone");
+    if (auto code = cli::parse(app, argc, argv)) return *code;
+
+    std::vector<uint64_t> sizes, batches, thread_counts;
+    std::vector<BenchOp> ops;
+    uint64_t max_memory = 0;
+    Budget budget;
+    budget.duration = Seconds(duration);
+    try {
+        sizes = parse_sizes(sizes_text);
+        batches = parse_counts(batch_text);
+        thread_counts = parse_counts(threads_text);
+        ops = parse_ops(ops_text);
+        max_memory = parse_sizes(max_memory_text).at(0);
+        if (!bytes_text.empty()) budget.bytes = parse_sizes(bytes_text).at(0);
+    } catch (const std::exception &e) {
+        std::cerr << "kvblob-bench: " << e.what() << "\n";
+        return cli::exit_usage;
+    }
+    const auto options = cli::driver_options(flags, "kvblob-bench");
+    if (!options) return cli::exit_usage;
+
+    std::optional<Plugin> plugin;
+    std::optional<Driver> driver;
+    try {
+        plugin.emplace(Plugin::load(driver_spec, flags.load));
+        driver.emplace(plugin->open(*options));
+    } catch (const std::exception &e) {
+        std::cerr << "kvblob-bench: " << e.what() << "\n";
+        return 3;
+    }
+    RunInfo info;
+    info.driver_name = plugin->name();
+    info.driver_version = plugin->version();
+    info.driver_path = plugin->path().string();
+    info.options = flags.options;
+    info.duration_s = duration;
+    info.byte_budget = budget.bytes;
+    std::optional<Baseline> baseline;
+    if (no_baseline) info.no_baseline_reason = "--no-baseline";
+    else baseline = baseline_for(info.driver_name, *options, info.no_baseline_reason);
+    if (baseline) info.baseline_name = baseline->name;
+
+    DriverLaneSettings lane_settings;
+    lane_settings.run_id = std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr));
+    lane_settings.null_driver = info.driver_name == "null";
+
+    std::vector<Point> points;
+    for (auto op : ops)
+        for (auto t : thread_counts)
+            for (auto b : batches)
+                for (auto s : sizes) points.push_back({op, s, b, static_cast<unsigned>(t)});
+
+    std::vector<Result> results;
+    bool any_errors = false;
+    for (size_t i = 0; i < points.size(); ++i) {
+        const Point &p = points[i];
+        Result r{p, {}, std::nullopt, {}};
+        const std::string label = std::string(to_string(p.op)) + " " + size_label(p.size) + " x" +
+                                  std::to_string(p.batch) + " " + std::to_string(p.threads) + "t";
+        std::cerr << "[" << i + 1 << "/" << points.size() << "] " << label << ": " << info.driver_name << std::flush;
+        const uint64_t memory = p.size * p.batch * p.threads * (baseline ? 3 : 1);
+        if (memory > max_memory) {
+            r.skipped = "needs " + size_label(memory) + " of buffers, more than --max-memory " + max_memory_text;
+        } else if (p.op == BenchOp::probe && !driver->has(KVBLOB_CAP_PROBE)) {
+            r.skipped = "the driver does not declare probe";
+        } else {
+            try {
+                DriverLaneSettings point_settings = lane_settings;
+                point_settings.run_id += "/" + std::to_string(i);  // each point's keys are its own
+                r.driver = measure(p.threads, budget, [&](unsigned lane) {
+                    return make_driver_lane(*driver, p, lane, point_settings);
+                });
+                if (baseline && baseline->supports(p.op)) {
+                    std::cerr << ", " << baseline->name << std::flush;
+                    r.baseline = measure(p.threads, budget, [&](unsigned lane) { return baseline->make_lane(p, lane); });
+                }
+            } catch (const std::exception &e) {
+                r.skipped = e.what();
+            }
+        }
+        any_errors = any_errors || r.driver.errors > 0 || (r.baseline && r.baseline->errors > 0) ||
+                     (!r.skipped.empty() && r.skipped.rfind("needs ", 0) != 0 && r.skipped.rfind("the driver", 0) != 0);
+        if (r.skipped.empty()) {
+            std::cerr << ": " << r.driver.gbps << " GB/s";
+            if (auto ratio = r.ratio()) std::cerr << ", ratio " << *ratio;
+        } else {
+            std::cerr << ": skipped (" << r.skipped << ")";
+        }
+        std::cerr << "\n";
+        results.push_back(std::move(r));
+    }
+
+    if (json) write_json(std::cout, info, results);
+    else if (csv) write_csv(std::cout, info, results);
+    else print_table(std::cout, info, results);
+    if (!plot_path.empty()) {
+        std::ofstream svg(plot_path);
+        write_svg(svg, info, results);
+        if (!svg) {
+            std::cerr << "kvblob-bench: cannot write " << plot_path << "\n";
+            return 1;
+        }
+    }
+    return any_errors ? 1 : 0;
+}

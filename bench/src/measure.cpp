@@ -1,0 +1,92 @@
+#include "measure.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+namespace kvblob::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Stats stats_of(std::vector<double> us)
+{
+    Stats s;
+    if (us.empty()) return s;
+    std::sort(us.begin(), us.end());
+    double sum = 0;
+    for (double v : us) sum += v;
+    s.avg_us = sum / static_cast<double>(us.size());
+    s.p50_us = us[us.size() / 2];
+    s.p99_us = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+    return s;
+}
+
+struct LaneTotals {
+    std::vector<double> submit_us, complete_us;
+    uint64_t rows = 0, bytes = 0, errors = 0;
+    double timed = 0;
+    std::string first_error;
+};
+
+}  // namespace
+
+Measurement measure(unsigned threads, const Budget &budget,
+                    const std::function<std::unique_ptr<Lane>(unsigned lane)> &make_lane)
+{
+    std::vector<std::unique_ptr<Lane>> lanes;
+    for (unsigned t = 0; t < threads; ++t) {
+        lanes.push_back(make_lane(t));
+        lanes.back()->prepare();
+        lanes.back()->step();  // warm-up: first touches, connections, caches
+        lanes.back()->between();
+    }
+    std::vector<LaneTotals> totals(threads);
+    std::atomic<uint64_t> bytes_done{0};
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(budget.duration);
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < threads; ++t)
+        workers.emplace_back([&, t] {
+            auto &lane = *lanes[t];
+            auto &tot = totals[t];
+            do {
+                Sample s = lane.step();
+                tot.submit_us.push_back(s.submit.count() * 1e6);
+                tot.complete_us.push_back(s.complete.count() * 1e6);
+                tot.timed += s.complete.count();
+                tot.rows += s.rows;
+                tot.bytes += s.bytes;
+                tot.errors += s.errors;
+                if (tot.first_error.empty()) tot.first_error = s.error;
+                lane.between();
+                bytes_done += s.bytes;
+            } while (Clock::now() < deadline && (budget.bytes == 0 || bytes_done.load() < budget.bytes) &&
+                     tot.errors == 0);
+        });
+    for (auto &w : workers) w.join();
+
+    Measurement m;
+    m.seconds = Seconds(Clock::now() - start).count();
+    std::vector<double> submit, complete;
+    for (auto &tot : totals) {
+        m.rows += tot.rows;
+        m.bytes += tot.bytes;
+        m.errors += tot.errors;
+        m.ops += tot.complete_us.size();
+        if (m.first_error.empty()) m.first_error = tot.first_error;
+        if (tot.timed > 0) {
+            m.gbps += static_cast<double>(tot.bytes) / tot.timed / 1e9;
+            m.rows_per_s += static_cast<double>(tot.rows) / tot.timed;
+        }
+        submit.insert(submit.end(), tot.submit_us.begin(), tot.submit_us.end());
+        complete.insert(complete.end(), tot.complete_us.begin(), tot.complete_us.end());
+    }
+    m.submit = stats_of(std::move(submit));
+    m.complete = stats_of(std::move(complete));
+    return m;
+}
+
+}  // namespace kvblob::bench

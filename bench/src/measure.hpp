@@ -1,0 +1,54 @@
+// The timing harness every measured thing shares, driver or baseline: each
+// of N threads (lanes) repeats a timed step until the budget is spent, with
+// untimed work allowed between steps (removing what a put stored, say).
+// Throughput is the sum over lanes of what each moved per second it was
+// timed; latencies are per operation (one batch).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plan.hpp"
+
+namespace kvblob::bench {
+
+using Seconds = std::chrono::duration<double>;
+
+struct Sample {
+    Seconds submit{0};    // the call that submitted the operation
+    Seconds complete{0};  // submission to results final and access ended
+    uint64_t rows = 0;    // rows that came back as expected
+    uint64_t bytes = 0;
+    uint64_t errors = 0;  // rows that did not
+    std::string error;    // the first error's words
+};
+
+class Lane {
+public:
+    virtual ~Lane() = default;
+    virtual void prepare() {}       // untimed, once
+    virtual Sample step() = 0;      // one timed operation
+    virtual void between() {}       // untimed, after each step
+};
+
+struct Stats {
+    double avg_us = 0, p50_us = 0, p99_us = 0;
+};
+
+struct Measurement {
+    uint64_t rows = 0, bytes = 0, ops = 0, errors = 0;
+    double seconds = 0;  // wall time of the measured phase
+    double gbps = 0;     // 1e9 bytes per second
+    double rows_per_s = 0;
+    Stats submit, complete;
+    std::string first_error;
+};
+
+Measurement measure(unsigned threads, const Budget &budget,
+                    const std::function<std::unique_ptr<Lane>(unsigned lane)> &make_lane);
+
+}  // namespace kvblob::bench

@@ -1,0 +1,43 @@
+#include "blob_pool.hpp"
+
+#include <bit>
+
+namespace kvblob::memory {
+
+size_t BlobPool::size_class(size_t size)
+{
+    if (size <= 4096) return 4096;
+    const size_t step = std::bit_floor(size) / 4;
+    return (size + step - 1) / step * step;
+}
+
+std::shared_ptr<Blob> BlobPool::make(size_t size)
+{
+    const size_t capacity = size_class(size);
+    std::unique_ptr<uint8_t[]> bytes;
+    {
+        std::lock_guard lock(mu_);
+        auto it = idle_.find(capacity);
+        if (it != idle_.end() && !it->second.empty()) {
+            bytes = std::move(it->second.back());
+            it->second.pop_back();
+            idle_bytes_ -= capacity;
+        }
+    }
+    if (!bytes) bytes.reset(new uint8_t[capacity]);  // default-initialised: no zeroing pass
+    std::weak_ptr<BlobPool> pool = weak_from_this();
+    return std::shared_ptr<Blob>(new Blob(std::move(bytes), size, capacity), [pool](Blob *b) {
+        if (auto p = pool.lock()) p->give_back(std::move(b->bytes_), b->capacity_);
+        delete b;
+    });
+}
+
+void BlobPool::give_back(std::unique_ptr<uint8_t[]> bytes, size_t capacity)
+{
+    std::lock_guard lock(mu_);
+    if (idle_bytes_ + capacity > max_idle_bytes_) return;  // freed with bytes
+    idle_[capacity].push_back(std::move(bytes));
+    idle_bytes_ += capacity;
+}
+
+}  // namespace kvblob::memory

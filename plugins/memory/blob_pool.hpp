@@ -1,0 +1,56 @@
+// The memory store's object buffers. A store that takes fresh pages from
+// the kernel for every object pays a page fault and a zeroing per 4 KiB
+// before its copy even starts; objects here come from a pool that keeps
+// the buffers of removed objects (up to a bound) and hands them out again,
+// uninitialised, to objects of the same size class.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace kvblob::memory {
+
+// An object's bytes: payload and trailer. Written once by the put that
+// builds it, immutable once published.
+class Blob {
+public:
+    Blob(std::unique_ptr<uint8_t[]> bytes, size_t size, size_t capacity)
+        : bytes_(std::move(bytes)), size_(size), capacity_(capacity)
+    {
+    }
+    uint8_t *data() { return bytes_.get(); }
+    const uint8_t *data() const { return bytes_.get(); }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+
+private:
+    friend class BlobPool;
+    std::unique_ptr<uint8_t[]> bytes_;
+    size_t size_, capacity_;
+};
+
+class BlobPool : public std::enable_shared_from_this<BlobPool> {
+public:
+    explicit BlobPool(uint64_t max_idle_bytes) : max_idle_bytes_(max_idle_bytes) {}
+    // A buffer of size bytes, contents unspecified; returned to this pool
+    // when the last reference to it goes.
+    std::shared_ptr<Blob> make(size_t size);
+
+    // Sizes are rounded up to one of four classes per power of two, so a
+    // buffer is at most a quarter larger than asked.
+    static size_t size_class(size_t size);
+
+private:
+    void give_back(std::unique_ptr<uint8_t[]> bytes, size_t capacity);
+
+    const uint64_t max_idle_bytes_;
+    std::mutex mu_;
+    std::map<size_t, std::vector<std::unique_ptr<uint8_t[]>>> idle_;
+    uint64_t idle_bytes_ = 0;
+};
+
+}  // namespace kvblob::memory
