@@ -165,17 +165,7 @@ void FileDriver::stop() { workers_.stop(); }
 
 void FileDriver::start(Op &op)
 {
-    if (op.kind == OpKind::get && keys_staged_.load(std::memory_order_acquire)) {
-        std::lock_guard lock(hooks_mu_);
-        for (const auto &row : op.rows)
-            if (held_keys_.count(row.key)) {
-                // Held: started, not final, access open, until release_staged
-                // (R-CON-3).
-                for (auto &r : op.rows) r.started.store(true);
-                held_ops_.push_back(&op);
-                return;
-            }
-    }
+    if (held_gets_.park(op)) return;
     workers_.push([this, &op] { run(op); });
 }
 
@@ -430,9 +420,7 @@ kvblob_status FileDriver::stage_failing_read(const std::string &key)
 
 kvblob_status FileDriver::stage_held_get(const std::string &key)
 {
-    std::lock_guard lock(hooks_mu_);
-    held_keys_.insert(key);
-    keys_staged_.store(true, std::memory_order_release);
+    held_gets_.stage(key);
     return KVBLOB_OK;
 }
 
@@ -448,15 +436,11 @@ kvblob_status FileDriver::stage_corrupt(const std::string &key)
 
 kvblob_status FileDriver::release_staged()
 {
-    std::vector<Op *> held;
     std::vector<std::string> planted, blocked;
     {
         std::lock_guard lock(hooks_mu_);
-        held_keys_.clear();
-        held.swap(held_ops_);
         planted.swap(planted_reservations_);
         blocked.swap(blocked_objects_);
-        keys_staged_.store(false, std::memory_order_release);
     }
     pool_full_.store(false);
     for (const auto &path : planted) ::unlink(path.c_str());
@@ -464,7 +448,7 @@ kvblob_status FileDriver::release_staged()
         ::rmdir(object.c_str());
         ::rename((object + ".aside").c_str(), object.c_str());
     }
-    for (Op *op : held) workers_.push([this, op] { run(*op); });
+    for (Op *op : held_gets_.release()) workers_.push([this, op] { run(*op); });
     return KVBLOB_OK;
 }
 

@@ -10,12 +10,12 @@
 #pragma once
 
 #include <kvblob/support/driver_base.hpp>
+#include <kvblob/support/held_gets.hpp>
 #include <kvblob/support/work_queue.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -81,11 +81,9 @@ private:
 
     // Staged scenarios, under hooks_mu_.
     std::mutex hooks_mu_;
-    std::set<std::string> held_keys_;
-    std::vector<Op *> held_ops_;
     std::vector<std::string> planted_reservations_;
     std::vector<std::string> blocked_objects_;  // a directory stands where the object was
-    std::atomic<bool> keys_staged_{false};
+    support::HeldGets held_gets_;
     std::atomic<bool> pool_full_{false};
 };
 

@@ -110,6 +110,10 @@ protected:
     virtual void on_cancel(Op &op);
     // Stops worker threads; called by close before deletion.
     virtual void stop() {}
+    // Called once a drain has succeeded: nothing runs any more, so a driver
+    // whose store is shared undoes there what its scenario hooks staged
+    // (a caller may never get to close it, with regions still registered).
+    virtual void on_drained() {}
 
     // ---- for the executing driver ----
     // Marks row i started, or CANCELLED when cancel came first; returns

@@ -1,0 +1,49 @@
+// libkvblob_redis.so: the option table, the scenario hooks and the entry.
+#include <kvblob/support/limits.hpp>
+#include <kvblob/support/plugin_glue.hpp>
+#include <kvblob/support/scenario_glue.hpp>
+
+#include "redis_driver.hpp"
+
+namespace kvblob::redis {
+
+using support::option;
+
+namespace {
+
+constexpr std::array<kvblob_option_desc_t, 10> own_options = {{
+    option(KVBLOB_OPTION_STRING, "url", "redis://127.0.0.1:6379", nullptr,
+           "The server, or a comma-separated seed list of cluster nodes: redis://HOST:PORT[,redis://HOST:PORT...]"),
+    option(KVBLOB_OPTION_CHOICE, "cluster", "auto", "auto|on|off",
+           "auto: a Redis Cluster when the server says it is one; on: require a cluster; off: one server."),
+    option(KVBLOB_OPTION_STRING, "username", "", nullptr, "ACL user name (AUTH username password)."),
+    option(KVBLOB_OPTION_STRING, "password", "", nullptr, "Password (AUTH); empty: no AUTH."),
+    option(KVBLOB_OPTION_INT, "database", "0", nullptr, "Database number (SELECT); single server only."),
+    option(KVBLOB_OPTION_INT, "connect_timeout_ms", "2000", nullptr, "Connection timeout."),
+    option(KVBLOB_OPTION_INT, "command_timeout_ms", "5000", nullptr,
+           "Time a reply may take before its rows are FAULT and the connection dropped."),
+    option(KVBLOB_OPTION_INT, "connections", "2", nullptr, "Connections per node."),
+    option(KVBLOB_OPTION_INT, "workers", "2", nullptr, "Worker threads completing operations."),
+    option(KVBLOB_OPTION_STRING, "prefix", "", nullptr, "Prepended to every key, to share a server."),
+}};
+
+constexpr auto all_options = support::join(own_options, support::limit_options({"65536", "64", "1024", "512M", "4096"}));
+
+}  // namespace
+
+extern const kvblob_option_desc_t *const redis_options = all_options.data();
+extern const uint64_t redis_option_count = all_options.size();
+extern const kvblob_scenarios_t redis_scenarios = support::ScenarioGlue<RedisDriver>::table();
+
+namespace {
+constexpr kvblob_plugin_t plugin_table = support::Glue<RedisDriver>::table(
+    "redis", "0.1.0", "Objects as Redis strings with a CRC32C trailer, on one server or a Redis Cluster.",
+    all_options.data(), all_options.size(), true, true);
+}  // namespace
+
+}  // namespace kvblob::redis
+
+extern "C" KVBLOB_EXPORT kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
+{
+    return kvblob::support::negotiate(n, &kvblob::redis::plugin_table);
+}

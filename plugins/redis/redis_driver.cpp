@@ -1,0 +1,441 @@
+#include "redis_driver.hpp"
+
+#include <kvblob/support/crc32c.hpp>
+#include <kvblob/support/limits.hpp>
+#include <kvblob/support/options.hpp>
+#include <kvblob/support/plugin_glue.hpp>
+#include <kvblob/support/trailer.hpp>
+
+#include <cstring>
+#include <sstream>
+
+namespace kvblob::redis {
+
+using support::trailer_size;
+
+extern const kvblob_option_desc_t *const redis_options;
+extern const uint64_t redis_option_count;
+extern const kvblob_scenarios_t redis_scenarios;
+
+namespace {
+
+// Rows of one operation go to the servers in rounds of at most this many
+// value bytes, so a huge batch does not sit whole in hiredis' buffers.
+constexpr uint64_t round_bytes = 64ull << 20;
+constexpr int max_redirects = 5;
+
+std::vector<Endpoint> parse_urls(const std::string &text)
+{
+    std::vector<Endpoint> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        std::string rest = item;
+        if (rest.rfind("redis://", 0) == 0) rest = rest.substr(8);
+        while (!rest.empty() && rest.back() == '/') rest.pop_back();
+        const auto colon = rest.rfind(':');
+        Endpoint e{rest.substr(0, colon), 6379};
+        if (colon != std::string::npos) {
+            try {
+                size_t used = 0;
+                e.port = std::stoi(rest.substr(colon + 1), &used);
+                if (used != rest.size() - colon - 1) throw std::invalid_argument(item);
+            } catch (const std::exception &) {
+                throw support::OptionError("option 'url': '" + item + "' is not redis://HOST:PORT");
+            }
+        }
+        if (e.host.empty() || e.port <= 0 || e.port > 65535)
+            throw support::OptionError("option 'url': '" + item + "' is not redis://HOST:PORT");
+        out.push_back(e);
+    }
+    if (out.empty()) throw support::OptionError("option 'url' names no server");
+    return out;
+}
+
+std::string error_text(const redisReply &r) { return std::string(r.str, r.len); }
+bool starts_with(const redisReply &r, const char *prefix)
+{
+    const size_t n = std::strlen(prefix);
+    return r.len >= n && std::memcmp(r.str, prefix, n) == 0;
+}
+
+// SET key value NX, formatted as RESP with the value built in place: the
+// spans are copied once, their checksum computed in the same pass.
+std::string format_put(const std::string &key, const support::Row &row)
+{
+    const uint64_t value = row.total + trailer_size;
+    std::string head = "*4\r\n$3\r\nSET\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n$" +
+                       std::to_string(value) + "\r\n";
+    static constexpr char tail[] = "\r\n$2\r\nNX\r\n";
+    std::string cmd;
+    cmd.resize(head.size() + value + sizeof tail - 1);
+    std::memcpy(cmd.data(), head.data(), head.size());
+    auto *dst = reinterpret_cast<uint8_t *>(cmd.data() + head.size());
+    uint32_t crc = 0;
+    for (const auto &s : row.spans) {
+        crc = support::crc32c_copy(crc, dst, s.data, s.length);
+        dst += s.length;
+    }
+    support::write_trailer(dst, row.key, row.total, crc);
+    std::memcpy(dst + trailer_size, tail, sizeof tail - 1);
+    return cmd;
+}
+
+}  // namespace
+
+std::unique_ptr<RedisDriver> RedisDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
+{
+    support::ParsedOptions o(redis_options, redis_option_count, args);
+    Settings s;
+    s.seeds = parse_urls(o.text("url"));
+    s.prefix = o.text("prefix");
+    ConnectSettings c;
+    c.username = o.text("username");
+    c.password = o.text("password");
+    const int64_t db = o.integer("database");
+    if (db < 0) throw support::OptionError("option 'database' must not be negative");
+    c.database = static_cast<int>(db);
+    c.connect_timeout = std::chrono::milliseconds(support::positive(o, "connect_timeout_ms"));
+    c.command_timeout = std::chrono::milliseconds(support::positive(o, "command_timeout_ms"));
+    c.per_node = static_cast<unsigned>(support::positive(o, "connections"));
+    const uint64_t workers = support::positive(o, "workers");
+    if (workers > 256) throw support::OptionError("option 'workers' must be at most 256");
+    caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
+    support::apply_limits(o, caps);
+    // Redis strings hold at most 512 MiB (proto-max-bulk-len's default).
+    if (caps.max_object_bytes > (512ull << 20) - trailer_size) caps.max_object_bytes = (512ull << 20) - trailer_size;
+
+    // Ask the first seed that answers whether it is a cluster node.
+    const std::string mode = o.text("cluster");
+    ConnectionPool probe_pool(c);
+    std::string error;
+    std::optional<SlotMap> slots;
+    for (const auto &seed : s.seeds) {
+        ReplyPtr r = probe_pool.command(seed, {"CLUSTER", "SLOTS"}, error);
+        if (!r) continue;
+        if (r->type != REDIS_REPLY_ERROR) slots = SlotMap::from_reply(*r);
+        else error = seed.text() + ": " + error_text(*r);
+        if (mode == "off" || (mode == "auto" && r->type == REDIS_REPLY_ERROR)) slots = SlotMap::single(seed);
+        if (slots) break;
+    }
+    if (!slots)
+        throw support::OpenError(KVBLOB_E_STORE, (mode == "on" ? "no seed answered as a Redis Cluster: "
+                                                               : "no Redis server answered: ") + error);
+    s.cluster = slots->masters().size() > 1 || mode == "on";
+    return std::unique_ptr<RedisDriver>(
+        new RedisDriver(caps, args.host, std::move(s), c, std::move(*slots), static_cast<unsigned>(workers)));
+}
+
+RedisDriver::RedisDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings,
+                         ConnectSettings connect, SlotMap slots, unsigned workers)
+    : DriverBase(caps, host), settings_(std::move(settings)), pool_(std::move(connect)),
+      slots_(std::make_shared<const SlotMap>(std::move(slots)))
+{
+    workers_.start(workers);
+}
+
+RedisDriver::~RedisDriver()
+{
+    stop();
+    restore_server();  // leaves the servers as they were
+}
+
+const void *RedisDriver::extension(const char *id)
+{
+    return std::strcmp(id, KVBLOB_EXT_SCENARIOS) == 0 ? &redis_scenarios : nullptr;
+}
+
+void RedisDriver::stop() { workers_.stop(); }
+
+std::shared_ptr<const SlotMap> RedisDriver::slots() const
+{
+    std::lock_guard lock(slots_mu_);
+    return slots_;
+}
+
+void RedisDriver::refresh_slots()
+{
+    if (!settings_.cluster) return;
+    std::vector<Endpoint> ask = slots()->masters();
+    ask.insert(ask.end(), settings_.seeds.begin(), settings_.seeds.end());
+    for (const auto &node : ask) {
+        std::string error;
+        ReplyPtr r = pool_.command(node, {"CLUSTER", "SLOTS"}, error);
+        if (!r || r->type == REDIS_REPLY_ERROR) continue;
+        if (auto map = SlotMap::from_reply(*r)) {
+            std::lock_guard lock(slots_mu_);
+            slots_ = std::make_shared<const SlotMap>(std::move(*map));
+            return;
+        }
+    }
+    log(KVBLOB_LOG_WARN, "could not refresh the cluster's slot map from any node");
+}
+
+// ---- execution ------------------------------------------------------------
+
+void RedisDriver::start(Op &op)
+{
+    if (held_gets_.park(op)) return;
+    workers_.push([this, &op] { run(op); });
+}
+
+void RedisDriver::run(Op &op)
+{
+    std::vector<size_t> chunk;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < op.rows.size(); ++i) {
+        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING || (!op.rows[i].started.load() && !begin_row(op, i)))
+            continue;  // cancelled before it started
+        chunk.push_back(i);
+        bytes += op.rows[i].total;
+        if (bytes >= round_bytes) {
+            execute(op, std::exchange(chunk, {}));
+            bytes = 0;
+        }
+    }
+    if (!chunk.empty()) execute(op, std::move(chunk));
+    end_access(op);
+    finish(op);  // the last touch: op may be released from here on
+}
+
+void RedisDriver::append_command(redisContext *c, const Op &op, size_t i, bool asking)
+{
+    const auto &row = op.rows[i];
+    const std::string key = redis_key(row.key);
+    if (asking) redisAppendCommand(c, "ASKING");
+    switch (op.kind) {
+    case OpKind::put: {
+        const std::string cmd = format_put(key, row);
+        redisAppendFormattedCommand(c, cmd.data(), cmd.size());
+        break;
+    }
+    case OpKind::get: redisAppendCommand(c, "GET %b", key.data(), key.size()); break;
+    case OpKind::probe: redisAppendCommand(c, "EXISTS %b", key.data(), key.size()); break;
+    case OpKind::remove: redisAppendCommand(c, "DEL %b", key.data(), key.size()); break;
+    }
+}
+
+void RedisDriver::execute(Op &op, std::vector<size_t> rows)
+{
+    SigpipeGuard no_sigpipe;
+    std::map<size_t, Endpoint> asking;  // rows redirected by ASK, to their node
+    for (int round = 0; round <= max_redirects && !rows.empty(); ++round) {
+        const auto map = slots();
+        std::map<Endpoint, std::vector<size_t>> by_node;
+        for (size_t i : rows) {
+            auto ask = asking.find(i);
+            if (ask != asking.end()) {
+                by_node[ask->second].push_back(i);
+                continue;
+            }
+            const uint16_t slot = hash_slot(redis_key(op.rows[i].key));
+            if (const Endpoint *owner = map->owner(slot)) by_node[*owner].push_back(i);
+            else set_row(op, i, KVBLOB_ROW_FAULT, 0, "no master serves hash slot " + std::to_string(slot));
+        }
+        // Every node's commands go out before any reply is read, so the
+        // nodes work on their parts of the batch at the same time.
+        struct Part {
+            Lease conn;
+            std::vector<size_t> rows;
+        };
+        std::vector<Part> parts;
+        for (auto &[node, node_rows] : by_node) {
+            std::string error;
+            Lease conn = pool_.lease(node, error);
+            if (!conn) {
+                for (size_t i : node_rows) set_row(op, i, KVBLOB_ROW_FAULT, 0, error);
+                continue;
+            }
+            for (size_t i : node_rows) append_command(conn.get(), op, i, asking.count(i) > 0);
+            int done = 0;
+            while (!done && redisBufferWrite(conn.get(), &done) == REDIS_OK) {}
+            parts.push_back({std::move(conn), std::move(node_rows)});
+        }
+        rows.clear();
+        std::map<size_t, Endpoint> next_asking;
+        bool moved = false;
+        for (auto &part : parts) {
+            redisContext *c = part.conn.get();
+            for (size_t k = 0; k < part.rows.size(); ++k) {
+                const size_t i = part.rows[k];
+                void *raw = nullptr;
+                if (asking.count(i) && redisGetReply(c, &raw) == REDIS_OK) freeReplyObject(raw);  // +OK of ASKING
+                raw = nullptr;
+                if (c->err || redisGetReply(c, &raw) != REDIS_OK) {
+                    // The connection is gone: this row and the rest of this
+                    // node's rows have no answer. Never READY (R-ROW-6).
+                    const std::string why = "redis " + part.conn.node().text() + ": " + c->errstr;
+                    for (size_t rest = k; rest < part.rows.size(); ++rest)
+                        set_row(op, part.rows[rest], KVBLOB_ROW_FAULT, c->err, why);
+                    break;
+                }
+                ReplyPtr reply(static_cast<redisReply *>(raw));
+                if (reply->type == REDIS_REPLY_ERROR &&
+                    (starts_with(*reply, "MOVED ") || starts_with(*reply, "ASK ") || starts_with(*reply, "TRYAGAIN"))) {
+                    if (starts_with(*reply, "ASK ")) {
+                        if (auto target = redirect_target(error_text(*reply))) next_asking[i] = *target;
+                    } else {
+                        moved = moved || starts_with(*reply, "MOVED ");
+                    }
+                    rows.push_back(i);
+                    continue;
+                }
+                Outcome out = interpret(op, i, *reply);
+                set_row(op, i, out.result, out.code, std::move(out.message));
+            }
+        }
+        if (moved) refresh_slots();
+        asking = std::move(next_asking);
+    }
+    for (size_t i : rows)
+        set_row(op, i, KVBLOB_ROW_FAULT, 0, "still redirected after " + std::to_string(max_redirects) + " rounds");
+}
+
+RedisDriver::Outcome RedisDriver::interpret(const Op &op, size_t i, const redisReply &reply) const
+{
+    if (reply.type == REDIS_REPLY_ERROR) {
+        if (op.kind == OpKind::put && starts_with(reply, "OOM"))
+            return {KVBLOB_ROW_DECLINED, 0, error_text(reply)};  // maxmemory reached under noeviction
+        return {KVBLOB_ROW_FAULT, 0, error_text(reply)};
+    }
+    switch (op.kind) {
+    case OpKind::put:
+        if (reply.type == REDIS_REPLY_STATUS) return {KVBLOB_ROW_READY, 0, {}};
+        if (reply.type == REDIS_REPLY_NIL) return {KVBLOB_ROW_READY, 0, "already stored; left as it was"};
+        break;
+    case OpKind::get:
+        if (reply.type == REDIS_REPLY_NIL) return {KVBLOB_ROW_MISS, 0, {}};
+        if (reply.type == REDIS_REPLY_STRING) return verify_get(op.rows[i], reply);
+        break;
+    case OpKind::probe:
+    case OpKind::remove:
+        if (reply.type == REDIS_REPLY_INTEGER) return {reply.integer > 0 ? KVBLOB_ROW_READY : KVBLOB_ROW_MISS, 0, {}};
+        break;
+    }
+    return {KVBLOB_ROW_FAULT, 0, "unexpected reply type " + std::to_string(reply.type)};
+}
+
+RedisDriver::Outcome RedisDriver::verify_get(const support::Row &row, const redisReply &reply) const
+{
+    const auto *value = reinterpret_cast<const uint8_t *>(reply.str);
+    const uint64_t size = reply.len;
+    uint64_t payload = 0;
+    uint32_t recorded = 0;
+    auto fault = support::check_trailer(value, size, row.key, payload, recorded);
+    if (fault != support::TrailerFault::none)
+        return {KVBLOB_ROW_FAULT, static_cast<int32_t>(fault), support::to_string(fault)};
+    if (payload != row.total)  // R-ROW-5: refused before writing a byte
+        return {KVBLOB_ROW_FAULT, 100,
+                "stored object is " + std::to_string(payload) + " bytes; the row's spans hold " +
+                    std::to_string(row.total)};
+    uint32_t crc = 0;
+    for (const auto &s : row.spans) {
+        crc = support::crc32c_copy(crc, s.data, value, s.length);
+        value += s.length;
+    }
+    if (crc != recorded)  // R-ROW-6
+        return {KVBLOB_ROW_FAULT, static_cast<int32_t>(support::TrailerFault::bad_checksum),
+                support::to_string(support::TrailerFault::bad_checksum)};
+    return {KVBLOB_ROW_READY, 0, {}};
+}
+
+// ---- scenario hooks -------------------------------------------------------------
+
+ReplyPtr RedisDriver::command_for(const std::string &key, const std::vector<std::string> &argv, std::string &error)
+{
+    const Endpoint *owner = slots()->owner(hash_slot(key));
+    if (!owner) return nullptr;
+    ReplyPtr r = pool_.command(*owner, argv, error);
+    if (r && r->type == REDIS_REPLY_ERROR && starts_with(*r, "MOVED ")) {
+        refresh_slots();
+        if ((owner = slots()->owner(hash_slot(key)))) r = pool_.command(*owner, argv, error);
+    }
+    return r;
+}
+
+kvblob_status RedisDriver::stage_full_pool()
+{
+    // maxmemory 1 byte under noeviction: every write is refused with OOM,
+    // on every master, until release_staged restores the settings.
+    std::lock_guard lock(hooks_mu_);
+    for (const auto &node : slots()->masters()) {
+        std::string error;
+        auto max = pool_.command(node, {"CONFIG", "GET", "maxmemory"}, error);
+        auto policy = pool_.command(node, {"CONFIG", "GET", "maxmemory-policy"}, error);
+        if (!max || !policy || max->type != REDIS_REPLY_ARRAY || max->elements != 2 ||
+            policy->type != REDIS_REPLY_ARRAY || policy->elements != 2)
+            return KVBLOB_E_STORE;
+        if (!saved_memory_policy_.count(node))
+            saved_memory_policy_[node] = {max->element[1]->str, policy->element[1]->str};
+        auto a = pool_.command(node, {"CONFIG", "SET", "maxmemory-policy", "noeviction"}, error);
+        auto b = pool_.command(node, {"CONFIG", "SET", "maxmemory", "1"}, error);
+        if (!a || !b || a->type == REDIS_REPLY_ERROR || b->type == REDIS_REPLY_ERROR) return KVBLOB_E_STORE;
+    }
+    return KVBLOB_OK;
+}
+
+kvblob_status RedisDriver::stage_failing_read(const std::string &key)
+{
+    // The key holds a hash for now: GET fails with the server's WRONGTYPE
+    // error. The object that was there is kept (DUMP) and restored.
+    const std::string k = redis_key(key);
+    std::string error;
+    auto dump = command_for(k, {"DUMP", k}, error);
+    if (!dump || dump->type == REDIS_REPLY_ERROR) return KVBLOB_E_STORE;
+    std::optional<std::string> saved;
+    if (dump->type == REDIS_REPLY_STRING) saved = std::string(dump->str, dump->len);
+    auto del = command_for(k, {"DEL", k}, error);
+    auto hset = command_for(k, {"HSET", k, "kvblob-staged", "failing read"}, error);
+    if (!del || !hset || hset->type == REDIS_REPLY_ERROR) return KVBLOB_E_STORE;
+    std::lock_guard lock(hooks_mu_);
+    blocked_keys_.emplace(k, std::move(saved));
+    return KVBLOB_OK;
+}
+
+kvblob_status RedisDriver::stage_held_get(const std::string &key)
+{
+    held_gets_.stage(key);
+    return KVBLOB_OK;
+}
+
+kvblob_status RedisDriver::stage_corrupt(const std::string &key)
+{
+    const std::string k = redis_key(key);
+    std::string error;
+    auto byte = command_for(k, {"GETRANGE", k, "0", "0"}, error);
+    if (!byte || byte->type != REDIS_REPLY_STRING || byte->len != 1) return KVBLOB_E_INVALID;
+    const std::string flipped(1, static_cast<char>(byte->str[0] ^ 0x5a));
+    auto set = command_for(k, {"SETRANGE", k, "0", flipped}, error);
+    return set && set->type == REDIS_REPLY_INTEGER ? KVBLOB_OK : KVBLOB_E_STORE;
+}
+
+kvblob_status RedisDriver::release_staged()
+{
+    const kvblob_status status = restore_server();
+    for (Op *op : held_gets_.release()) workers_.push([this, op] { run(*op); });
+    return status;
+}
+
+kvblob_status RedisDriver::restore_server()
+{
+    kvblob_status status = KVBLOB_OK;
+    {
+        std::lock_guard lock(hooks_mu_);
+        for (const auto &[node, saved] : saved_memory_policy_) {
+            std::string error;
+            auto a = pool_.command(node, {"CONFIG", "SET", "maxmemory", saved.first}, error);
+            auto b = pool_.command(node, {"CONFIG", "SET", "maxmemory-policy", saved.second}, error);
+            if (!a || !b) status = KVBLOB_E_STORE;
+        }
+        saved_memory_policy_.clear();
+        for (const auto &[k, saved] : blocked_keys_) {
+            std::string error;
+            command_for(k, {"DEL", k}, error);
+            if (saved) command_for(k, {"RESTORE", k, "0", *saved}, error);
+        }
+        blocked_keys_.clear();
+    }
+    return status;
+}
+
+}  // namespace kvblob::redis

@@ -1,0 +1,99 @@
+// The Redis driver: objects as Redis strings (payload, then the TLBK
+// trailer with its CRC32C), on one server or a Redis Cluster.
+//
+// A put is SET key value NX: atomic for readers (R-CON-2), and a key that
+// exists is left as it is and READY (R-ROW-7); OOM under maxmemory with
+// noeviction is DECLINED. A get is GET, verified against the trailer before
+// READY (R-ROW-6). Rows are pipelined per node; in a cluster, keys are
+// routed by hash slot, a batch is split per master and sent to all of them
+// before any reply is read, and MOVED (refreshing the slot map) and ASK are
+// followed.
+//
+// Copies: a put's value is built once, fused with its checksum pass, into
+// the RESP command, which hiredis copies into its output buffer; a get's
+// value is copied from hiredis' reply into the spans, fused with the
+// checksum. hiredis has no scatter-gather writes or reads into caller
+// memory, so neither copy can go.
+#pragma once
+
+#include <kvblob/support/driver_base.hpp>
+#include <kvblob/support/held_gets.hpp>
+#include <kvblob/support/work_queue.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "connection_pool.hpp"
+#include "slot_map.hpp"
+
+namespace kvblob::redis {
+
+using support::Op;
+using support::OpKind;
+
+class RedisDriver : public support::DriverBase {
+public:
+    static std::unique_ptr<RedisDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
+    ~RedisDriver() override;
+
+    // kvblob.scenarios/1: what a Redis server can stage.
+    kvblob_status stage_full_pool();
+    kvblob_status stage_failing_read(const std::string &key);
+    kvblob_status stage_held_get(const std::string &key);
+    kvblob_status stage_corrupt(const std::string &key);
+    kvblob_status release_staged();
+
+protected:
+    void start(Op &op) override;
+    void stop() override;
+    void on_drained() override { restore_server(); }
+    const void *extension(const char *id) override;
+
+private:
+    struct Settings {
+        std::vector<Endpoint> seeds;
+        bool cluster = false;
+        std::string prefix;
+    };
+    RedisDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings,
+                ConnectSettings connect, SlotMap slots, unsigned workers);
+
+    struct Outcome {
+        kvblob_row_result result;
+        int32_t code = 0;
+        std::string message;
+    };
+    void run(Op &op);
+    // Runs rows of op to their results, following redirections.
+    void execute(Op &op, std::vector<size_t> rows);
+    void append_command(redisContext *c, const Op &op, size_t row, bool asking);
+    Outcome interpret(const Op &op, size_t row, const redisReply &reply) const;
+    Outcome verify_get(const support::Row &row, const redisReply &reply) const;
+
+    std::string redis_key(const std::string &key) const { return settings_.prefix + key; }
+    std::shared_ptr<const SlotMap> slots() const;
+    void refresh_slots();
+    // One command on the node serving key (scenario hooks).
+    ReplyPtr command_for(const std::string &redis_key, const std::vector<std::string> &argv, std::string &error);
+
+    // Undoes the staging on the servers (memory settings, blocked keys).
+    kvblob_status restore_server();
+
+    const Settings settings_;
+    mutable ConnectionPool pool_;
+    mutable std::mutex slots_mu_;
+    std::shared_ptr<const SlotMap> slots_;
+    support::WorkQueue workers_;
+
+    // Staged scenarios, under hooks_mu_.
+    std::mutex hooks_mu_;
+    support::HeldGets held_gets_;
+    std::map<Endpoint, std::pair<std::string, std::string>> saved_memory_policy_;  // maxmemory, policy
+    std::map<std::string, std::optional<std::string>> blocked_keys_;  // redis key -> DUMP of what was there
+};
+
+}  // namespace kvblob::redis
