@@ -11,12 +11,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Waits for both answers without sleeping: a sleep's granularity would be
-// measured as the driver's latency.
+// Waits for both answers: spinning first, since a sleep's granularity would
+// be measured as the driver's latency; then, for long operations, in short
+// sleeps, so the waiting thread does not take a core from the driver's
+// workers or the store's server (on a small machine they share the cores).
 void wait_settled(const Operation &op)
 {
-    for (unsigned spins = 0; !(op.is_final() && op.access() != KVBLOB_ACCESS_OPEN); ++spins)
-        if (spins > 64) std::this_thread::yield();
+    for (unsigned spins = 0; !(op.is_final() && op.access() != KVBLOB_ACCESS_OPEN); ++spins) {
+        if (spins < 64) continue;
+        if (spins < 256) std::this_thread::yield();
+        else std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
 }
 
 class DriverLane : public Lane {

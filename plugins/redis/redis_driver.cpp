@@ -60,14 +60,16 @@ bool starts_with(const redisReply &r, const char *prefix)
 }
 
 // SET key value NX, formatted as RESP with the value built in place: the
-// spans are copied once, their checksum computed in the same pass.
-std::string format_put(const std::string &key, const support::Row &row)
+// spans are copied once, their checksum computed in the same pass. The
+// buffer is the calling thread's, reused, so large values do not fault in
+// fresh pages on every put.
+const std::string &format_put(const std::string &key, const support::Row &row)
 {
     const uint64_t value = row.total + trailer_size;
     std::string head = "*4\r\n$3\r\nSET\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n$" +
                        std::to_string(value) + "\r\n";
     static constexpr char tail[] = "\r\n$2\r\nNX\r\n";
-    std::string cmd;
+    thread_local std::string cmd;
     cmd.resize(head.size() + value + sizeof tail - 1);
     std::memcpy(cmd.data(), head.data(), head.size());
     auto *dst = reinterpret_cast<uint8_t *>(cmd.data() + head.size());
@@ -205,7 +207,7 @@ void RedisDriver::append_command(redisContext *c, const Op &op, size_t i, bool a
     if (asking) redisAppendCommand(c, "ASKING");
     switch (op.kind) {
     case OpKind::put: {
-        const std::string cmd = format_put(key, row);
+        const std::string &cmd = format_put(key, row);
         redisAppendFormattedCommand(c, cmd.data(), cmd.size());
         break;
     }
