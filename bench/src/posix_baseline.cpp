@@ -57,12 +57,19 @@ public:
     }
     void prepare() override
     {
-        if (p_.op != BenchOp::put && step().errors) throw std::runtime_error("cannot write the files to read");
+        if (p_.op != BenchOp::put && run(BenchOp::put).errors) throw std::runtime_error("cannot write the files to read");
     }
-    Sample step() override
+    Sample step() override { return run(p_.op); }
+    void between() override
+    {
+        if (p_.op != BenchOp::put) return;
+        for (uint64_t r = 0; r < p_.batch; ++r) ::unlink((dir_ + "/" + std::to_string(r)).c_str());
+    }
+
+private:
+    Sample run(BenchOp op)
     {
         Sample s;
-        const BenchOp op = p_.op == BenchOp::put || !prepared_ ? BenchOp::put : p_.op;
         const auto t0 = Clock::now();
         for (uint64_t r = 0; r < p_.batch; ++r) {
             const std::string path = dir_ + "/" + std::to_string(r);
@@ -89,21 +96,13 @@ public:
             }
         }
         s.complete = Clock::now() - t0;
-        prepared_ = true;
         return s;
     }
-    void between() override
-    {
-        if (p_.op != BenchOp::put) return;
-        for (uint64_t r = 0; r < p_.batch; ++r) ::unlink((dir_ + "/" + std::to_string(r)).c_str());
-    }
 
-private:
     const Point p_;
     const std::string fsync_;
     std::string dir_;
     std::vector<uint8_t> buf_;
-    bool prepared_ = false;
 };
 
 }  // namespace

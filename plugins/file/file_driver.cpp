@@ -23,7 +23,6 @@ using support::trailer_size;
 
 extern const kvblob_option_desc_t *const file_options;
 extern const uint64_t file_option_count;
-extern const kvblob_scenarios_t file_scenarios;
 
 namespace {
 
@@ -54,17 +53,6 @@ private:
     size_t capacity_ = 0;
 };
 thread_local AlignedBuffer bounce;
-
-// Opens with O_DIRECT when asked and the filesystem allows it (tmpfs, for
-// one, refuses it with EINVAL), buffered otherwise.
-int open_file(const std::string &path, int flags, bool direct)
-{
-    if (direct) {
-        int fd = ::open(path.c_str(), flags | O_DIRECT | O_CLOEXEC);
-        if (fd >= 0 || errno != EINVAL) return fd;
-    }
-    return ::open(path.c_str(), flags | O_CLOEXEC);
-}
 
 std::vector<iovec> iovecs_of(const support::Row &row, uint8_t *trailer)
 {
@@ -131,11 +119,10 @@ std::unique_ptr<FileDriver> FileDriver::open(const kvblob_open_args_t &args, kvb
     if (fanout < 0 || fanout > 4) throw support::OptionError("option 'fanout' must be between 0 and 4");
     s.fanout = static_cast<unsigned>(fanout);
     s.reservation_expiry = std::chrono::milliseconds(support::positive(o, "reservation_expiry_ms"));
-    const uint64_t workers = support::positive(o, "workers");
-    if (workers > 256) throw support::OptionError("option 'workers' must be at most 256");
+    const unsigned workers = support::worker_count(o);
     caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
     support::apply_limits(o, caps);
-    return std::unique_ptr<FileDriver>(new FileDriver(caps, args.host, std::move(s), static_cast<unsigned>(workers)));
+    return std::unique_ptr<FileDriver>(new FileDriver(caps, args.host, std::move(s), workers));
 }
 
 FileDriver::FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings,
@@ -154,11 +141,6 @@ FileDriver::~FileDriver()
     release_staged();
 }
 
-const void *FileDriver::extension(const char *id)
-{
-    return std::strcmp(id, KVBLOB_EXT_SCENARIOS) == 0 ? &file_scenarios : nullptr;
-}
-
 void FileDriver::stop() { workers_.stop(); }
 
 // ---- execution ------------------------------------------------------------
@@ -172,8 +154,7 @@ void FileDriver::start(Op &op)
 void FileDriver::run(Op &op)
 {
     for (size_t i = 0; i < op.rows.size(); ++i) {
-        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING || (!op.rows[i].started.load() && !begin_row(op, i)))
-            continue;  // cancelled before it started
+        if (!begin_row(op, i)) continue;  // cancelled before it started
         Outcome out{KVBLOB_ROW_FAULT, 0, {}};
         try {
             switch (op.kind) {
@@ -226,7 +207,7 @@ FileDriver::Outcome FileDriver::put(const support::Row &row)
 
     Reservation::Outcome claimed;
     std::string error;
-    Reservation reservation = Reservation::claim(settings_.root, p, settings_.direct ? O_DIRECT : 0,
+    Reservation reservation = Reservation::claim(settings_.root, p, settings_.direct,
                                                  settings_.reservation_expiry, claimed, error);
     switch (claimed) {
     case Reservation::Outcome::owned: break;
@@ -298,7 +279,7 @@ int FileDriver::write_object(const support::Row &row, Reservation &reservation)
 FileDriver::Outcome FileDriver::get(const support::Row &row)
 {
     const ObjectPaths p = paths(row.key);
-    UniqueFd fd(open_file(p.object, O_RDONLY, settings_.direct));
+    UniqueFd fd(open_maybe_direct(p.object, O_RDONLY, settings_.direct));
     if (!fd) {
         if (errno == ENOENT) return absent(p);
         return {KVBLOB_ROW_FAULT, errno, errno_text("open", p.object, errno)};
@@ -371,10 +352,11 @@ FileDriver::Outcome FileDriver::probe(const support::Row &row)
 FileDriver::Outcome FileDriver::remove(const support::Row &row)
 {
     const ObjectPaths p = paths(row.key);
+    // The size is looked up only when a quota counts it.
     struct stat st {};
-    const bool seen = ::stat(p.object.c_str(), &st) == 0;
+    const bool seen = settings_.capacity && ::stat(p.object.c_str(), &st) == 0;
     if (::unlink(p.object.c_str()) == 0) {
-        if (settings_.capacity && seen) {
+        if (seen) {
             // Never below zero: another process may have counted it.
             uint64_t used = used_.load();
             const uint64_t n = static_cast<uint64_t>(st.st_size);

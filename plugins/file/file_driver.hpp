@@ -54,7 +54,6 @@ public:
 protected:
     void start(Op &op) override;
     void stop() override;
-    const void *extension(const char *id) override;
 
 private:
     FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings, unsigned workers);
@@ -79,7 +78,7 @@ private:
     std::atomic<uint64_t> used_{0};  // bytes this driver knows stored (the quota)
     support::WorkQueue workers_;
 
-    // Staged scenarios, under hooks_mu_.
+    // Staged scenarios: paths under hooks_mu_; the held gets keep their own.
     std::mutex hooks_mu_;
     std::vector<std::string> planted_reservations_;
     std::vector<std::string> blocked_objects_;  // a directory stands where the object was

@@ -1,7 +1,6 @@
 // libkvblob_file.so: the option table, the scenario hooks and the entry.
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/plugin_glue.hpp>
-#include <kvblob/support/scenario_glue.hpp>
 
 #include "file_driver.hpp"
 
@@ -36,7 +35,6 @@ constexpr auto all_options = support::join(own_options, support::limit_options()
 
 extern const kvblob_option_desc_t *const file_options = all_options.data();
 extern const uint64_t file_option_count = all_options.size();
-extern const kvblob_scenarios_t file_scenarios = support::ScenarioGlue<FileDriver>::table();
 
 namespace {
 constexpr kvblob_plugin_t plugin_table = support::Glue<FileDriver>::table(

@@ -1,5 +1,7 @@
 #include "posix_io.hpp"
 
+#include <fcntl.h>
+
 #include <climits>
 
 namespace kvblob::file {
@@ -42,6 +44,15 @@ int transfer_all(std::vector<iovec> &iov, uint64_t offset, bool reading, Call ca
 }
 
 }  // namespace
+
+int open_maybe_direct(const std::string &path, int flags, bool direct, mode_t mode)
+{
+    if (direct) {
+        int fd = ::open(path.c_str(), flags | O_DIRECT | O_CLOEXEC, mode);
+        if (fd >= 0 || errno != EINVAL) return fd;
+    }
+    return ::open(path.c_str(), flags | O_CLOEXEC, mode);
+}
 
 int pwritev_all(int fd, std::vector<iovec> iov, uint64_t offset)
 {

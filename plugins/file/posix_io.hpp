@@ -55,6 +55,11 @@ inline std::string errno_text(const char *what, const std::string &path, int err
 // Whether err means the filesystem or the quota is full (R-ROW-2 DECLINED).
 inline bool is_no_space(int err) { return err == ENOSPC || err == EDQUOT; }
 
+// Opens path (O_CLOEXEC added), with O_DIRECT when direct and the
+// filesystem allows it (tmpfs, for one, refuses it with EINVAL), buffered
+// otherwise; a descriptor or -1 with errno set.
+int open_maybe_direct(const std::string &path, int flags, bool direct, mode_t mode = 0);
+
 // Writes every byte of iov at offset; 0 or an errno.
 int pwritev_all(int fd, std::vector<iovec> iov, uint64_t offset);
 // Reads exactly the bytes of iov from offset; 0, an errno, or -1 when the

@@ -42,13 +42,10 @@ const std::string &writer_identity()
 }
 
 // Creates the claim file (and the fan-out directories it needs).
-UniqueFd create_exclusive(const std::string &root, const ObjectPaths &paths, int open_flags, int &err)
+UniqueFd create_exclusive(const std::string &root, const ObjectPaths &paths, bool direct, int &err)
 {
     for (int attempt = 0; attempt < 2; ++attempt) {
-        const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | open_flags;
-        UniqueFd fd(::open(paths.reservation.c_str(), flags, 0644));
-        if (!fd && errno == EINVAL && (open_flags & O_DIRECT))  // the filesystem refuses O_DIRECT
-            fd = UniqueFd(::open(paths.reservation.c_str(), flags & ~O_DIRECT, 0644));
+        UniqueFd fd(open_maybe_direct(paths.reservation, O_WRONLY | O_CREAT | O_EXCL, direct, 0644));
         if (fd) {
             const auto &who = writer_identity();
             ::fsetxattr(fd.get(), "user.kvblob.writer", who.data(), who.size(), 0);  // best effort
@@ -71,12 +68,12 @@ bool reservation_active(const std::string &path, std::chrono::milliseconds expir
     return ::stat(path.c_str(), &st) == 0 && age_of(st) < expiry;
 }
 
-Reservation Reservation::claim(const std::string &root, const ObjectPaths &paths, int open_flags,
+Reservation Reservation::claim(const std::string &root, const ObjectPaths &paths, bool direct,
                                std::chrono::milliseconds expiry, Outcome &outcome, std::string &error)
 {
     for (int attempt = 0; attempt < 2; ++attempt) {
         int err = 0;
-        UniqueFd fd = create_exclusive(root, paths, open_flags, err);
+        UniqueFd fd = create_exclusive(root, paths, direct, err);
         if (fd) {
             outcome = Outcome::owned;
             return Reservation(paths.reservation, std::move(fd));
@@ -101,7 +98,7 @@ Reservation Reservation::claim(const std::string &root, const ObjectPaths &paths
 bool Reservation::plant(const std::string &root, const ObjectPaths &paths)
 {
     int err = 0;
-    return static_cast<bool>(create_exclusive(root, paths, 0, err));
+    return static_cast<bool>(create_exclusive(root, paths, false, err));
 }
 
 int Reservation::close()

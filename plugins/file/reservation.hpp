@@ -29,9 +29,10 @@ class Reservation {
 public:
     enum class Outcome { owned, held_by_other, no_space, failed };
 
-    // Tries to claim paths' key; open_flags add to O_WRONLY|O_CREAT|O_EXCL
-    // (O_DIRECT, say). error carries the errno text on failure.
-    static Reservation claim(const std::string &root, const ObjectPaths &paths, int open_flags,
+    // Tries to claim paths' key, its file opened for O_DIRECT writes when
+    // direct (and the filesystem allows). error carries the errno text on
+    // failure.
+    static Reservation claim(const std::string &root, const ObjectPaths &paths, bool direct,
                              std::chrono::milliseconds expiry, Outcome &outcome, std::string &error);
 
     Reservation() = default;

@@ -20,15 +20,13 @@ using support::trailer_size;
 
 extern const kvblob_option_desc_t *const memory_options;
 extern const uint64_t memory_option_count;
-extern const kvblob_scenarios_t memory_scenarios;
 
 std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
 {
     support::ParsedOptions o(memory_options, memory_option_count, args);
     const std::string &mode_text = o.text("mode");
     Mode mode = mode_text == "blocking" ? Mode::blocking : mode_text == "controlled" ? Mode::controlled : Mode::background;
-    const uint64_t workers = support::positive(o, "workers");
-    if (workers > 256) throw support::OptionError("option 'workers' must be at most 256");
+    const unsigned workers = support::worker_count(o);
     caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
     support::apply_limits(o, caps);
     if (o.flag("hints")) caps.flags |= KVBLOB_CAP_HINTS;
@@ -43,7 +41,7 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     }
     auto store = Store::named(store_name, o.bytes("capacity"));
     return std::unique_ptr<MemoryDriver>(
-        new MemoryDriver(caps, args.host, std::move(store), mode, static_cast<unsigned>(workers)));
+        new MemoryDriver(caps, args.host, std::move(store), mode, workers));
 }
 
 MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
@@ -54,11 +52,6 @@ MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services
 }
 
 MemoryDriver::~MemoryDriver() { stop(); }
-
-const void *MemoryDriver::extension(const char *id)
-{
-    return std::strcmp(id, KVBLOB_EXT_SCENARIOS) == 0 ? &memory_scenarios : nullptr;
-}
 
 // ---- execution ------------------------------------------------------------
 
@@ -124,8 +117,7 @@ void MemoryDriver::transfer(MemoryOp &op)
     // The broken build for R-CAN-1 stores rows it reports CANCELLED.
     const bool store_cancelled = KVBLOB_BREAKS("lifetime.cancel") && op.kind == OpKind::put;
     for (size_t i = 0; i < op.rows.size(); ++i) {
-        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING ||  // cancelled
-            (!op.rows[i].started.load() && !begin_row(op, i))) {
+        if (!begin_row(op, i)) {  // cancelled
             if (store_cancelled) transfer_put(op, i);
             continue;
         }

@@ -66,7 +66,6 @@ protected:
     void start(Op &op) override;
     void on_cancel(Op &op) override;
     void stop() override;
-    const void *extension(const char *id) override;
 
 private:
     MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, std::shared_ptr<Store> store,

@@ -1,7 +1,6 @@
 // libkvblob_memory.so: the option table, the scenario hooks and the entry.
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/plugin_glue.hpp>
-#include <kvblob/support/scenario_glue.hpp>
 
 #include "memory_driver.hpp"
 
@@ -31,7 +30,6 @@ constexpr auto all_options = support::join(own_options, support::limit_options()
 
 extern const kvblob_option_desc_t *const memory_options = all_options.data();
 extern const uint64_t memory_option_count = all_options.size();
-extern const kvblob_scenarios_t memory_scenarios = support::ScenarioGlue<MemoryDriver>::table();
 
 namespace {
 constexpr kvblob_plugin_t plugin_table = support::Glue<MemoryDriver>::table(

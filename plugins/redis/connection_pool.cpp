@@ -17,6 +17,18 @@ sigset_t sigpipe_set()
     return s;
 }
 
+// One command with binary-safe arguments; null (error set) when the
+// connection failed.
+ReplyPtr run_argv(redisContext *c, const Endpoint &node, const std::vector<std::string> &argv, std::string &error)
+{
+    std::vector<const char *> args;
+    std::vector<size_t> lens;
+    for (const auto &a : argv) args.push_back(a.data()), lens.push_back(a.size());
+    ReplyPtr r(static_cast<redisReply *>(redisCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data())));
+    if (!r) error = node.text() + ": " + c->errstr;
+    return r;
+}
+
 }  // namespace
 
 SigpipeGuard::SigpipeGuard()
@@ -48,13 +60,10 @@ ContextPtr ConnectionPool::connect(const Endpoint &node, std::string &error) con
         return nullptr;
     }
     redisSetTimeout(ctx.get(), to_timeval(settings_.command_timeout));
-    auto run = [&](std::vector<std::string> argv) {
-        std::vector<const char *> args;
-        std::vector<size_t> lens;
-        for (const auto &a : argv) args.push_back(a.data()), lens.push_back(a.size());
-        ReplyPtr r(static_cast<redisReply *>(redisCommandArgv(ctx.get(), static_cast<int>(args.size()), args.data(), lens.data())));
-        if (!r) error = node.text() + ": " + ctx->errstr;
-        else if (r->type == REDIS_REPLY_ERROR) error = node.text() + " " + argv[0] + ": " + std::string(r->str, r->len);
+    // AUTH and SELECT must succeed, or the connection is not used.
+    auto run = [&](const std::vector<std::string> &argv) {
+        ReplyPtr r = run_argv(ctx.get(), node, argv, error);
+        if (r && r->type == REDIS_REPLY_ERROR) error = node.text() + " " + argv[0] + ": " + std::string(r->str, r->len);
         return r && r->type != REDIS_REPLY_ERROR;
     };
     if (!settings_.password.empty()) {
@@ -104,13 +113,7 @@ ReplyPtr ConnectionPool::command(const Endpoint &node, const std::vector<std::st
 {
     SigpipeGuard no_sigpipe;
     Lease c = lease(node, error);
-    if (!c) return nullptr;
-    std::vector<const char *> args;
-    std::vector<size_t> lens;
-    for (const auto &a : argv) args.push_back(a.data()), lens.push_back(a.size());
-    ReplyPtr r(static_cast<redisReply *>(redisCommandArgv(c.get(), static_cast<int>(args.size()), args.data(), lens.data())));
-    if (!r) error = node.text() + ": " + c.get()->errstr;
-    return r;
+    return c ? run_argv(c.get(), node, argv, error) : nullptr;
 }
 
 }  // namespace kvblob::redis

@@ -1,7 +1,6 @@
 // libkvblob_redis.so: the option table, the scenario hooks and the entry.
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/plugin_glue.hpp>
-#include <kvblob/support/scenario_glue.hpp>
 
 #include "redis_driver.hpp"
 
@@ -27,13 +26,12 @@ constexpr std::array<kvblob_option_desc_t, 10> own_options = {{
     option(KVBLOB_OPTION_STRING, "prefix", "", nullptr, "Prepended to every key, to share a server."),
 }};
 
-constexpr auto all_options = support::join(own_options, support::limit_options({"65536", "64", "1024", "512M", "4096"}));
+constexpr auto all_options = support::join(own_options, support::limit_options({"65536", "64", "1024", "536870872", "4096"}));
 
 }  // namespace
 
 extern const kvblob_option_desc_t *const redis_options = all_options.data();
 extern const uint64_t redis_option_count = all_options.size();
-extern const kvblob_scenarios_t redis_scenarios = support::ScenarioGlue<RedisDriver>::table();
 
 namespace {
 constexpr kvblob_plugin_t plugin_table = support::Glue<RedisDriver>::table(

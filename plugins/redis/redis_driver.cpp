@@ -15,7 +15,6 @@ using support::trailer_size;
 
 extern const kvblob_option_desc_t *const redis_options;
 extern const uint64_t redis_option_count;
-extern const kvblob_scenarios_t redis_scenarios;
 
 namespace {
 
@@ -23,6 +22,7 @@ namespace {
 // value bytes, so a huge batch does not sit whole in hiredis' buffers.
 constexpr uint64_t round_bytes = 64ull << 20;
 constexpr int max_redirects = 5;
+constexpr uint64_t max_value_bytes = 512ull << 20;
 
 std::vector<Endpoint> parse_urls(const std::string &text)
 {
@@ -100,12 +100,15 @@ std::unique_ptr<RedisDriver> RedisDriver::open(const kvblob_open_args_t &args, k
     c.connect_timeout = std::chrono::milliseconds(support::positive(o, "connect_timeout_ms"));
     c.command_timeout = std::chrono::milliseconds(support::positive(o, "command_timeout_ms"));
     c.per_node = static_cast<unsigned>(support::positive(o, "connections"));
-    const uint64_t workers = support::positive(o, "workers");
-    if (workers > 256) throw support::OptionError("option 'workers' must be at most 256");
+    const unsigned workers = support::worker_count(o);
     caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
     support::apply_limits(o, caps);
-    // Redis strings hold at most 512 MiB (proto-max-bulk-len's default).
-    if (caps.max_object_bytes > (512ull << 20) - trailer_size) caps.max_object_bytes = (512ull << 20) - trailer_size;
+    // Redis strings hold at most 512 MiB (proto-max-bulk-len's default),
+    // trailer included.
+    if (caps.max_object_bytes > max_value_bytes - trailer_size)
+        throw support::OptionError("option 'max_object_bytes' must be at most " +
+                                   std::to_string(max_value_bytes - trailer_size) +
+                                   " (a Redis string's 512 MiB, less the trailer)");
 
     // Ask the first seed that answers whether it is a cluster node.
     const std::string mode = o.text("cluster");
@@ -115,17 +118,17 @@ std::unique_ptr<RedisDriver> RedisDriver::open(const kvblob_open_args_t &args, k
     for (const auto &seed : s.seeds) {
         ReplyPtr r = probe_pool.command(seed, {"CLUSTER", "SLOTS"}, error);
         if (!r) continue;
-        if (r->type != REDIS_REPLY_ERROR) slots = SlotMap::from_reply(*r);
-        else error = seed.text() + ": " + error_text(*r);
-        if (mode == "off" || (mode == "auto" && r->type == REDIS_REPLY_ERROR)) slots = SlotMap::single(seed);
+        if (r->type == REDIS_REPLY_ERROR) error = seed.text() + ": " + error_text(*r);
+        else if (mode != "off") slots = SlotMap::from_reply(*r);
+        s.cluster = slots.has_value();
+        if (!slots && (mode == "off" || (mode == "auto" && r->type == REDIS_REPLY_ERROR))) slots = SlotMap::single(seed);
         if (slots) break;
     }
     if (!slots)
         throw support::OpenError(KVBLOB_E_STORE, (mode == "on" ? "no seed answered as a Redis Cluster: "
                                                                : "no Redis server answered: ") + error);
-    s.cluster = slots->masters().size() > 1 || mode == "on";
     return std::unique_ptr<RedisDriver>(
-        new RedisDriver(caps, args.host, std::move(s), c, std::move(*slots), static_cast<unsigned>(workers)));
+        new RedisDriver(caps, args.host, std::move(s), c, std::move(*slots), workers));
 }
 
 RedisDriver::RedisDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings,
@@ -140,11 +143,6 @@ RedisDriver::~RedisDriver()
 {
     stop();
     restore_server();  // leaves the servers as they were
-}
-
-const void *RedisDriver::extension(const char *id)
-{
-    return std::strcmp(id, KVBLOB_EXT_SCENARIOS) == 0 ? &redis_scenarios : nullptr;
 }
 
 void RedisDriver::stop() { workers_.stop(); }
@@ -186,8 +184,7 @@ void RedisDriver::run(Op &op)
     std::vector<size_t> chunk;
     uint64_t bytes = 0;
     for (size_t i = 0; i < op.rows.size(); ++i) {
-        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING || (!op.rows[i].started.load() && !begin_row(op, i)))
-            continue;  // cancelled before it started
+        if (!begin_row(op, i)) continue;  // cancelled before it started
         chunk.push_back(i);
         bytes += op.rows[i].total;
         if (bytes >= round_bytes) {

@@ -51,7 +51,6 @@ protected:
     void start(Op &op) override;
     void stop() override;
     void on_drained() override { restore_server(); }
-    const void *extension(const char *id) override;
 
 private:
     struct Settings {

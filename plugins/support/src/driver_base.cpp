@@ -327,6 +327,8 @@ kvblob_status DriverBase::release(kvblob_op_t *handle)
 
 bool DriverBase::begin_row(Op &op, size_t i)
 {
+    if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) return false;
+    if (op.rows[i].started.load()) return true;
     if (op.cancel_requested.load()) {
         set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled before it started");
         return false;

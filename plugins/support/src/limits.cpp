@@ -11,6 +11,13 @@ uint64_t positive(const ParsedOptions &o, const char *name)
     return static_cast<uint64_t>(v);
 }
 
+unsigned worker_count(const ParsedOptions &o)
+{
+    const uint64_t workers = positive(o, "workers");
+    if (workers > 256) throw OptionError("option 'workers' must be at most 256");
+    return static_cast<unsigned>(workers);
+}
+
 void apply_limits(const ParsedOptions &o, kvblob_caps_t &caps)
 {
     caps.max_rows_per_op = positive(o, "max_rows");

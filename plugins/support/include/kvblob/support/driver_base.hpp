@@ -116,8 +116,9 @@ protected:
     virtual void on_drained() {}
 
     // ---- for the executing driver ----
-    // Marks row i started, or CANCELLED when cancel came first; returns
-    // whether it started.
+    // Whether row i is to run now: false when it already has its result
+    // (cancelled), true when it started already (a held operation going
+    // on); otherwise marks it started, or CANCELLED when cancel came first.
     bool begin_row(Op &op, size_t i);
     void set_row(Op &op, size_t i, kvblob_row_result result, int32_t code = 0, std::string message = {});
     // Results are final (every row has a result). Then the op may be gone:

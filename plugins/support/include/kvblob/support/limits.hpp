@@ -52,6 +52,9 @@ constexpr std::array<kvblob_option_desc_t, A + B> join(const std::array<kvblob_o
 // A positive integer option; OptionError naming it otherwise.
 uint64_t positive(const ParsedOptions &o, const char *name);
 
+// The "workers" option: worker threads, 1 to 256.
+unsigned worker_count(const ParsedOptions &o);
+
 // Reads the limit options into caps (and multi_span when more than one span
 // is allowed). Throws OptionError naming a bad one.
 void apply_limits(const ParsedOptions &o, kvblob_caps_t &caps);

@@ -9,12 +9,14 @@
 #include <kvblob/kvblob.h>
 
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "kvblob/support/driver_base.hpp"
 #include "kvblob/support/options.hpp"
+#include "kvblob/support/scenario_glue.hpp"
 
 namespace kvblob::support {
 
@@ -66,9 +68,14 @@ struct Glue {
         if (st == KVBLOB_OK) delete static_cast<D *>(self(d));
         return st;
     }
+    // kvblob.scenarios/1 is answered here, from the hooks D implements
+    // (scenario_glue.hpp); any other extension by D itself.
     static const void *get_extension(kvblob_driver_t *d, const char *id) noexcept
     {
-        return d && id ? self(d)->extension(id) : nullptr;
+        if (!d || !id) return nullptr;
+        if constexpr (ScenarioGlue<D>::offers_any())
+            if (std::strcmp(id, KVBLOB_EXT_SCENARIOS) == 0) return &ScenarioGlue<D>::instance;
+        return self(d)->extension(id);
     }
     static kvblob_status register_region(kvblob_driver_t *d, const kvblob_region_desc_t *desc, kvblob_region_t **out,
                                          char *err, uint32_t cap) noexcept

@@ -97,6 +97,14 @@ struct ScenarioGlue {
             t.echo_hint = &echo_hint;
         return t;
     }
+    // Whether D stages anything at all (else the extension is not offered).
+    static constexpr bool offers_any()
+    {
+        constexpr kvblob_scenarios_t t = table();
+        return t.stage_foreign_writer || t.stage_full_pool || t.stage_failing_read || t.stage_held_get ||
+               t.stage_corrupt || t.stage_unprovable || t.release_staged || t.advance || t.echo_hint;
+    }
+    static constexpr kvblob_scenarios_t instance = table();
 };
 
 }  // namespace kvblob::support
