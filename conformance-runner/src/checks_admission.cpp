@@ -118,7 +118,7 @@ void add_admission_checks(std::vector<Check> &out)
                           [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *) {
                               GuardedBuffer other(4096);
                               auto gone = c.reg(d, other);
-                              expect(d.table().unregister_region(d.handle(), gone) == KVBLOB_OK, "R-REG-1",
+                              expect(c.unreg(d, gone) == KVBLOB_OK, "R-REG-1",
                                      "unregister of an idle region was refused");
                               Batch b;
                               b.row(c.key("gone"), {make_span(gone, 0, 64)});

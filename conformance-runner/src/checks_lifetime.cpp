@@ -39,7 +39,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                        auto op = c.admit(d, OpKind::get, b);
                        std::this_thread::sleep_for(20ms);
                        if (d.table().access(d.handle(), op) == KVBLOB_ACCESS_OPEN) {
-                           expect(d.table().unregister_region(d.handle(), r) != KVBLOB_OK, "R-REG-1",
+                           expect(c.unreg(d, r) != KVBLOB_OK, "R-REG-1",
                                   "unregister succeeded while a get naming the region had access open");
                            expect(d.table().release(d.handle(), op) != KVBLOB_OK, "R-OPS-1",
                                   "release succeeded before the operation ended");
@@ -47,7 +47,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                        c.stage(d, "release_staged", "R-REG-1");
                        expect(c.settle(d, op), "R-ACC-2", "the released get did not settle");
                        expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused after settle");
-                       expect(d.table().unregister_region(d.handle(), r) == KVBLOB_OK, "R-REG-1",
+                       expect(c.unreg(d, r) == KVBLOB_OK, "R-REG-1",
                               "unregister refused once no operation names the region");
                    }});
     out.push_back({"lifetime.unprovable-pins", {"R-REG-2", "R-DRN-2", "R-OPS-1"}, Level::must, 0,
@@ -71,7 +71,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                            std::this_thread::sleep_for(1ms);
                        expect(d.table().access(d.handle(), op) == KVBLOB_ACCESS_UNPROVABLE, "R-REG-2",
                               "the staged operation did not report unprovable access");
-                       expect(d.table().unregister_region(d.handle(), r) != KVBLOB_OK, "R-REG-2",
+                       expect(c.unreg(d, r) != KVBLOB_OK, "R-REG-2",
                               "a region named by an unprovable operation was unregistered");
                        expect(d.table().release(d.handle(), op) != KVBLOB_OK, "R-OPS-1",
                               "an operation with unprovable access was released");
@@ -175,7 +175,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                        expect(d.table().drain(d.handle(), 5'000'000'000ull) == KVBLOB_OK, "R-DRN-1", "drain failed");
                        expect(d.table().close(d.handle()) != KVBLOB_OK, "R-CLS-1",
                               "close succeeded with a region registered");
-                       expect(d.table().unregister_region(d.handle(), r) == KVBLOB_OK, "R-REG-1", "unregister failed");
+                       expect(c.unreg(d, r) == KVBLOB_OK, "R-REG-1", "unregister failed");
                        expect(d.table().close(d.handle()) == KVBLOB_OK, "R-CLS-1",
                               "close refused after drain with no region registered");
                    }});

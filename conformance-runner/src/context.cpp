@@ -18,7 +18,21 @@ Context::Context(const Plugin &plugin, Options options, std::string run_prefix, 
 {
 }
 
-Driver Context::open() const { return plugin_.open(options_); }
+void RegionLedger::remove(kvblob_driver_t *driver, kvblob_region_t *region)
+{
+    std::erase_if(entries_, [&](const Entry &e) { return e.driver == driver && e.region == region; });
+}
+
+void RegionLedger::unregister_all(const kvblob_plugin_t &table, kvblob_driver_t *driver)
+{
+    std::erase_if(entries_, [&](const Entry &e) {
+        if (e.driver != driver) return false;
+        table.unregister_region(driver, e.region);
+        return true;
+    });
+}
+
+CheckDriver Context::open() const { return CheckDriver(plugin_.open(options_), ledger_); }
 
 bool Context::try_open_with(const Options &extra, std::string &why) const
 {
@@ -44,7 +58,15 @@ kvblob_region_t *Context::reg(Driver &d, GuardedBuffer &buf) const
     err[sizeof err - 1] = '\0';
     expect(st == KVBLOB_OK && region, "R-ADM-10",
            std::string("registering a live HOST region was refused: ") + kvblob_status_name(st) + " " + err);
+    ledger_.add(d.handle(), region);
     return region;
+}
+
+kvblob_status Context::unreg(Driver &d, kvblob_region_t *region) const
+{
+    const kvblob_status st = d.table().unregister_region(d.handle(), region);
+    if (st == KVBLOB_OK) ledger_.remove(d.handle(), region);
+    return st;
 }
 
 kvblob_op_t *Context::submit(Driver &d, OpKind kind, Batch &batch, kvblob_status *status, std::string *why) const

@@ -31,12 +31,51 @@ Offer offer_of(const Driver &d);
 // Why check cannot run on a driver with this offer; empty when it can.
 std::string missing_need(const Check &check, const Offer &offer);
 
+// Regions a check registered through Context::reg and has not unregistered.
+class RegionLedger {
+public:
+    void add(kvblob_driver_t *driver, kvblob_region_t *region) { entries_.push_back({driver, region}); }
+    void remove(kvblob_driver_t *driver, kvblob_region_t *region);
+    // Unregisters (through table) every region left on driver; answers are
+    // not judged here.
+    void unregister_all(const kvblob_plugin_t &table, kvblob_driver_t *driver);
+
+private:
+    struct Entry {
+        kvblob_driver_t *driver;
+        kvblob_region_t *region;
+    };
+    std::vector<Entry> entries_;
+};
+
+// A driver opened for one check. When it goes, the regions the check left
+// registered are unregistered first, so that the driver is then drained and
+// closed (R-CLS-1) like any engine's: every check ends with a close, and a
+// driver of a shared store undoes there what its hooks staged.
+class CheckDriver : public Driver {
+public:
+    CheckDriver(Driver &&d, RegionLedger &ledger)
+        : Driver(std::move(d)), ledger_(ledger), table_(&table()), handle_(handle())
+    {
+    }
+    // Kept from construction: a check may move the driver out of this
+    // object (to close it by hand), and then there is nothing left here.
+    ~CheckDriver() { ledger_.unregister_all(*table_, handle_); }
+    CheckDriver(const CheckDriver &) = delete;
+    CheckDriver &operator=(const CheckDriver &) = delete;
+
+private:
+    RegionLedger &ledger_;
+    const kvblob_plugin_t *table_;
+    kvblob_driver_t *handle_;
+};
+
 class Context {
 public:
     Context(const Plugin &plugin, Options options, std::string run_prefix, std::string key_tag,
             std::chrono::milliseconds op_timeout);
 
-    Driver open() const;
+    CheckDriver open() const;
     // Opens with extra options; false (and the loader's words) on refusal.
     bool try_open_with(const Options &extra, std::string &why) const;
     // A key unique to this run and check: prefix/v1/hex(tag/name), where the
@@ -45,6 +84,8 @@ public:
 
     // Registers buf as HOST memory; a refusal fails the check (R-ADM-10).
     kvblob_region_t *reg(Driver &d, GuardedBuffer &buf) const;
+    // Unregisters a region reg() gave; the driver's answer.
+    kvblob_status unreg(Driver &d, kvblob_region_t *region) const;
     // Submits; returns the handle, or nullptr with *status and *why set.
     kvblob_op_t *submit(Driver &d, OpKind kind, Batch &batch, kvblob_status *status = nullptr,
                         std::string *why = nullptr) const;
@@ -80,6 +121,7 @@ private:
     std::string run_prefix_;
     std::string key_tag_;
     std::string notes_;
+    mutable RegionLedger ledger_;
 };
 
 }  // namespace kvblob::conformance

@@ -50,7 +50,6 @@ public:
 protected:
     void start(Op &op) override;
     void stop() override;
-    void on_drained() override { restore_server(); }
 
 private:
     struct Settings {

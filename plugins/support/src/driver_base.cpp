@@ -402,8 +402,6 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
     if (any_unprovable_.load()) return KVBLOB_E_UNPROVABLE;
     if (!done) return KVBLOB_E_TIMEOUT;
     drained_ok_.store(true);
-    lock.unlock();
-    on_drained();
     return KVBLOB_OK;
 }
 

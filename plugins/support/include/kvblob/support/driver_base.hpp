@@ -110,10 +110,6 @@ protected:
     virtual void on_cancel(Op &op);
     // Stops worker threads; called by close before deletion.
     virtual void stop() {}
-    // Called once a drain has succeeded: nothing runs any more, so a driver
-    // whose store is shared undoes there what its scenario hooks staged
-    // (a caller may never get to close it, with regions still registered).
-    virtual void on_drained() {}
 
     // ---- for the executing driver ----
     // Whether row i is to run now: false when it already has its result
