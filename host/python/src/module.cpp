@@ -1,0 +1,493 @@
+// _kvblob: the host library's C++ API for Python engines (pybind11).
+//
+// Two promises hold here as in C++:
+// - the GIL is released around every call that reaches a driver, so other
+//   Python threads run while a driver works or an operation is awaited;
+// - memory a driver may touch stays alive: a Region holds the exporting
+//   object (and its buffer view) while registered; an Operation holds the
+//   Regions its rows name until it is released; and when a registration
+//   cannot end (access still open, or unprovable), the host keeps it pinned
+//   and the Region gives up its references for good instead of letting the
+//   memory go.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kvblob/host/batch.hpp"
+#include "kvblob/host/block_sequence.hpp"
+#include "kvblob/host/capabilities.hpp"
+#include "kvblob/host/config.hpp"
+#include "kvblob/host/load_error.hpp"
+#include "kvblob/host/plugin.hpp"
+#include "kvblob/host/version.hpp"
+
+namespace py = pybind11;
+using namespace kvblob;
+
+namespace {
+
+std::chrono::milliseconds to_ms(std::optional<double> seconds)
+{
+    if (!seconds) return std::chrono::milliseconds(std::chrono::hours(24 * 365));
+    if (*seconds < 0 || !std::isfinite(*seconds)) throw py::value_error("timeout must be a non-negative number of seconds");
+    return std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000.0));
+}
+
+std::string key_bytes(const py::handle &key)
+{
+    if (py::isinstance<py::bytes>(key)) return key.cast<std::string>();
+    if (py::isinstance<py::str>(key)) return key.cast<std::string>();  // UTF-8
+    throw py::type_error("a key is bytes or str");
+}
+
+// ---- regions ----------------------------------------------------------------
+
+struct PyRegion {
+    Region region;
+    py::object owner;                         // the object whose memory this is
+    std::unique_ptr<py::buffer_info> view;    // holds the buffer export (no resize meanwhile)
+    uint64_t size = 0;
+    kvblob_memory_kind kind = KVBLOB_MEMORY_HOST;
+    int device = 0;
+
+    // Ends the registration; when the driver refuses, the memory is kept
+    // alive for good (the host pins the registration).
+    void close()
+    {
+        if (!region) return;
+        kvblob_status st;
+        {
+            py::gil_scoped_release nogil;
+            st = region.unregister();
+        }
+        if (st != KVBLOB_OK) {
+            owner.release();  // deliberately never decremented: a driver may still touch it
+            view.release();
+        }
+        owner = py::none();
+        view.reset();
+        Region pinned = std::move(region);  // its destructor pins, and says so in the log
+    }
+    ~PyRegion()
+    {
+        try {
+            close();
+        } catch (...) {
+        }
+    }
+};
+
+// ---- operations ---------------------------------------------------------------
+
+// The ABI's result and access codes are plain integers; Python sees enums.
+enum class RowState : int32_t {
+    PENDING = KVBLOB_ROW_PENDING,
+    READY = KVBLOB_ROW_READY,
+    MISS = KVBLOB_ROW_MISS,
+    NOT_READY = KVBLOB_ROW_NOT_READY,
+    DECLINED = KVBLOB_ROW_DECLINED,
+    FAULT = KVBLOB_ROW_FAULT,
+    CANCELLED = KVBLOB_ROW_CANCELLED,
+};
+enum class AccessState : uint32_t {
+    OPEN = KVBLOB_ACCESS_OPEN,
+    ENDED = KVBLOB_ACCESS_ENDED,
+    UNPROVABLE = KVBLOB_ACCESS_UNPROVABLE,
+};
+
+struct RowResult {
+    RowState status;
+    int32_t code;
+    std::string message;
+};
+
+struct PyOperation {
+    Operation op;
+    std::vector<std::shared_ptr<PyRegion>> regions;  // alive while the driver may touch them
+    std::vector<RowResult> cached;
+
+    // The operation, unless its driver was closed (which ended it).
+    Operation &live()
+    {
+        if (!op.handle()) throw py::value_error("the operation was released, or its driver closed");
+        return op;
+    }
+    bool wait(std::optional<double> timeout)
+    {
+        Operation &o = live();
+        py::gil_scoped_release nogil;
+        return o.wait(to_ms(timeout));
+    }
+    std::vector<RowResult> results()
+    {
+        if (!cached.empty()) return cached;
+        Operation &o = live();
+        std::vector<kvblob::RowStatus> rows;
+        std::vector<RowResult> out;
+        {
+            py::gil_scoped_release nogil;
+            rows = o.results();
+            for (uint64_t i = 0; i < rows.size(); ++i)
+                out.push_back({static_cast<RowState>(rows[i].result), rows[i].driver_code, o.message(i)});
+        }
+        if (o.is_final()) cached = out;
+        return out;
+    }
+    // Releases the handle once settled; then the regions may go.
+    kvblob_status release()
+    {
+        if (!op.handle()) return KVBLOB_OK;  // released already
+        kvblob_status st;
+        {
+            py::gil_scoped_release nogil;
+            st = op.release();
+        }
+        if (st == KVBLOB_OK) regions.clear();
+        return st;
+    }
+    // The driver is closing: a settled handle is released, an unsettled one
+    // is cancelled and handed to the driver object (host/driver.hpp).
+    void end()
+    {
+        Operation gone = std::move(op);
+        py::gil_scoped_release nogil;
+        gone = Operation();
+    }
+};
+
+// ---- drivers ------------------------------------------------------------------
+
+struct PyDriver {
+    std::unique_ptr<Driver> driver;
+    // What this driver handed out, so that close can end it all first: a
+    // with-block closes its driver even while Python still holds regions
+    // and operations.
+    std::vector<std::weak_ptr<PyRegion>> regions;
+    std::vector<std::weak_ptr<PyOperation>> operations;
+
+    template <class T>
+    static void track(std::vector<std::weak_ptr<T>> &list, const std::shared_ptr<T> &item)
+    {
+        std::erase_if(list, [](const std::weak_ptr<T> &w) { return w.expired(); });
+        list.push_back(item);
+    }
+
+    Driver &get()
+    {
+        if (!driver) throw py::value_error("the driver is closed");
+        return *driver;
+    }
+
+    std::shared_ptr<PyRegion> register_buffer(py::buffer buffer)
+    {
+        auto r = std::make_shared<PyRegion>();
+        r->view = std::make_unique<py::buffer_info>(buffer.request(true));  // writable: gets write into it
+        if (r->view->size * r->view->itemsize == 0) throw py::value_error("cannot register an empty buffer");
+        bool contiguous = true;
+        py::ssize_t expect = r->view->itemsize;
+        for (size_t d = r->view->ndim; d-- > 0;) {
+            if (r->view->strides[d] != expect) contiguous = false;
+            expect *= r->view->shape[d];
+        }
+        if (!contiguous) throw py::value_error("only C-contiguous buffers can be registered");
+        r->owner = buffer;
+        r->size = static_cast<uint64_t>(r->view->size * r->view->itemsize);
+        kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, r->view->ptr, r->size, 0, 0};
+        Driver &d = get();
+        {
+            py::gil_scoped_release nogil;
+            r->region = d.register_region(desc);
+        }
+        track(regions, r);
+        return r;
+    }
+
+    std::shared_ptr<PyRegion> register_pointer(uint64_t address, uint64_t size, std::optional<int> device,
+                                              py::object owner)
+    {
+        auto r = std::make_shared<PyRegion>();
+        r->owner = std::move(owner);
+        r->size = size;
+        r->kind = device ? KVBLOB_MEMORY_DEVICE : KVBLOB_MEMORY_HOST;
+        r->device = device.value_or(0);
+        kvblob_region_desc_t desc{sizeof desc, r->kind, reinterpret_cast<void *>(address), size, r->device, 0};
+        Driver &d = get();
+        {
+            py::gil_scoped_release nogil;
+            r->region = d.register_region(desc);
+        }
+        track(regions, r);
+        return r;
+    }
+
+    // rows: (key, [(region, offset, length), ...]) or (key, region, offset, length).
+    std::shared_ptr<PyOperation> submit(OpKind kind, const py::iterable &rows)
+    {
+        Batch batch;
+        auto op = std::make_shared<PyOperation>();
+        auto span_of = [&](const py::handle &region, const py::handle &offset, const py::handle &length) {
+            auto r = region.cast<std::shared_ptr<PyRegion>>();
+            if (!r->region) throw py::value_error("a span names a region that was closed");
+            if (std::find(op->regions.begin(), op->regions.end(), r) == op->regions.end()) op->regions.push_back(r);
+            return make_span(r->region.handle(), offset.cast<uint64_t>(), length.cast<uint64_t>());
+        };
+        for (const auto &row : rows) {
+            if (py::isinstance<py::bytes>(row) || py::isinstance<py::str>(row)) {  // probe, remove: a bare key
+                batch.row(key_bytes(row));
+                continue;
+            }
+            auto t = row.cast<py::tuple>();
+            std::vector<kvblob_span_t> spans;
+            if (t.size() == 4) {
+                spans.push_back(span_of(t[1], t[2], t[3]));
+            } else if (t.size() == 2) {
+                for (const auto &s : t[1]) {
+                    auto st = s.cast<py::tuple>();
+                    if (st.size() != 3) throw py::value_error("a span is (region, offset, length)");
+                    spans.push_back(span_of(st[0], st[1], st[2]));
+                }
+            } else if (t.size() != 1) {
+                throw py::value_error("a row is (key, region, offset, length) or (key, [(region, offset, length), ...])");
+            }
+            batch.row(key_bytes(t[0]), std::move(spans));
+        }
+        Driver &d = get();
+        const kvblob_batch_t &b = batch.get();
+        {
+            py::gil_scoped_release nogil;
+            op->op = d.submit(kind, b);
+        }
+        track(operations, op);
+        return op;
+    }
+
+    std::string close(std::optional<double> timeout)
+    {
+        if (!driver) return kvblob_status_name(KVBLOB_OK);
+        // Operations first (their regions stay referenced), then regions: a
+        // registration the driver still refuses is pinned, its memory kept.
+        for (auto &w : operations)
+            if (auto op = w.lock()) op->end();
+        for (auto &w : regions)
+            if (auto r = w.lock()) r->close();
+        operations.clear();
+        regions.clear();
+        kvblob_status st;
+        {
+            py::gil_scoped_release nogil;
+            st = driver->shutdown(to_ms(timeout.value_or(30.0)));
+        }
+        // What could not end (say access unprovable) the host has logged and
+        // keeps alive for the life of the process: never freed.
+        driver.reset();
+        return std::string(kvblob_status_name(st));  // what could not end stays alive inside the host, never freed
+    }
+};
+
+py::dict capabilities_of(const kvblob_caps_t &caps)
+{
+    py::dict d;
+    py::list flags;
+    for (const auto &name : capability_names(caps.flags)) flags.append(name);
+    d["flags"] = flags;
+    d["max_rows_per_op"] = caps.max_rows_per_op;
+    d["max_spans_per_row"] = caps.max_spans_per_row;
+    d["max_key_bytes"] = caps.max_key_bytes;
+    d["max_object_bytes"] = caps.max_object_bytes;
+    d["max_ops_in_flight"] = caps.max_ops_in_flight;
+    return d;
+}
+
+struct PyPlugin {
+    std::shared_ptr<Plugin> plugin;
+    Options config_options;  // from a config file, when loaded from one
+
+    Options merged(const std::optional<std::map<std::string, py::object>> &options) const
+    {
+        Options all = config_options;
+        if (options)
+            for (const auto &[k, v] : *options) all.emplace_back(k, py::str(v).cast<std::string>());
+        return all;
+    }
+    std::shared_ptr<PyDriver> open(const std::optional<std::map<std::string, py::object>> &options)
+    {
+        const Options all = merged(options);
+        auto d = std::make_shared<PyDriver>();
+        py::gil_scoped_release nogil;
+        d->driver = std::make_unique<Driver>(plugin->open(all));
+        return d;
+    }
+};
+
+std::shared_ptr<PyPlugin> load(const std::string &spec, bool allow_untrusted, const std::string &sha256)
+{
+    auto p = std::make_shared<PyPlugin>();
+    const bool is_config = spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".toml") == 0;
+    py::gil_scoped_release nogil;
+    if (is_config) {
+        DriverConfig config = read_driver_config(spec);
+        p->config_options = config.options;
+        p->plugin = std::make_shared<Plugin>(load_configured_plugin(config));
+    } else {
+        LoadOptions lo;
+        lo.allow_untrusted_file = allow_untrusted;
+        lo.expected_sha256 = sha256;
+        p->plugin = std::make_shared<Plugin>(Plugin::load(spec, lo));
+    }
+    return p;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_kvblob, m)
+{
+    m.doc() = "kvblob: load KV-cache store drivers and move blocks through them";
+    m.attr("__version__") = release_version();
+
+    // Errors: every refusal names its rule.
+    static py::exception<std::runtime_error> error(m, "Error");
+    static py::exception<CallError> call_error(m, "CallError", error.ptr());
+    static py::exception<LoadError> load_error(m, "LoadError", error.ptr());
+    static py::exception<ConfigError> config_error(m, "ConfigError", error.ptr());
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const CallError &e) {
+            py::object exc = py::reinterpret_borrow<py::object>(call_error.ptr())(e.what());
+            exc.attr("rule") = e.rule();
+            exc.attr("status") = std::string(kvblob_status_name(e.status()));
+            PyErr_SetObject(call_error.ptr(), exc.ptr());
+        } catch (const LoadError &e) {
+            py::object exc = py::reinterpret_borrow<py::object>(load_error.ptr())(e.what());
+            exc.attr("rule") = e.rule();
+            exc.attr("stage") = std::string(to_string(e.stage()));
+            exc.attr("file") = e.file();
+            PyErr_SetObject(load_error.ptr(), exc.ptr());
+        } catch (const ConfigError &e) {
+            py::object exc = py::reinterpret_borrow<py::object>(config_error.ptr())(e.what());
+            exc.attr("file") = e.file().string();
+            exc.attr("line") = e.line();
+            PyErr_SetObject(config_error.ptr(), exc.ptr());
+        }
+    });
+
+    py::enum_<RowState>(m, "RowStatus")
+        .value("PENDING", RowState::PENDING)
+        .value("READY", RowState::READY)
+        .value("MISS", RowState::MISS)
+        .value("NOT_READY", RowState::NOT_READY)
+        .value("DECLINED", RowState::DECLINED)
+        .value("FAULT", RowState::FAULT)
+        .value("CANCELLED", RowState::CANCELLED);
+    py::enum_<AccessState>(m, "Access")
+        .value("OPEN", AccessState::OPEN)
+        .value("ENDED", AccessState::ENDED)
+        .value("UNPROVABLE", AccessState::UNPROVABLE);
+
+    py::class_<RowResult>(m, "RowResult")
+        .def_readonly("status", &RowResult::status)
+        .def_readonly("code", &RowResult::code)
+        .def_readonly("message", &RowResult::message)
+        .def("__repr__", [](const RowResult &r) {
+            return std::string("RowResult(") + kvblob_row_result_name(static_cast<kvblob_row_result>(r.status)) + ", code=" + std::to_string(r.code) +
+                   (r.message.empty() ? "" : ", " + r.message) + ")";
+        });
+
+    py::class_<PyRegion, std::shared_ptr<PyRegion>>(m, "Region")
+        .def_readonly("size", &PyRegion::size)
+        .def_property_readonly("is_device", [](const PyRegion &r) { return r.kind == KVBLOB_MEMORY_DEVICE; })
+        .def_property_readonly("registered", [](const PyRegion &r) { return static_cast<bool>(r.region); })
+        .def("close", &PyRegion::close, "Unregisters now (an operation that names it keeps it alive until released)")
+        .def("__enter__", [](std::shared_ptr<PyRegion> r) { return r; })
+        .def("__exit__", [](PyRegion &r, py::args) { r.close(); });
+
+    py::class_<PyOperation, std::shared_ptr<PyOperation>>(m, "Operation")
+        .def("poll", [](PyOperation &o) {
+            Operation &op = o.live();
+            py::gil_scoped_release nogil;
+            return op.is_final();
+        }, "Whether every row has its final result")
+        .def_property_readonly("access", [](PyOperation &o) {
+            Operation &op = o.live();
+            py::gil_scoped_release nogil;
+            return static_cast<AccessState>(op.access());
+        })
+        .def("wait", &PyOperation::wait, py::arg("timeout") = py::none(),
+             "Waits until results are final and access is no longer open; False on timeout")
+        .def("results", &PyOperation::results)
+        .def("cancel", [](PyOperation &o) {
+            Operation &op = o.live();
+            py::gil_scoped_release nogil;
+            return std::string(kvblob_status_name(op.cancel()));
+        })
+        .def("release", [](PyOperation &o) { return std::string(kvblob_status_name(o.release())); })
+        .def("__len__", [](const PyOperation &o) { return o.op.row_count(); });
+
+    py::class_<PyDriver, std::shared_ptr<PyDriver>>(m, "Driver")
+        .def_property_readonly("name", [](PyDriver &d) { return d.get().name(); })
+        .def_property_readonly("capabilities", [](PyDriver &d) { return capabilities_of(d.get().caps()); })
+        .def("register", &PyDriver::register_buffer, py::arg("buffer"),
+             "Registers a writable, C-contiguous buffer (bytearray, numpy array, memoryview) as HOST memory")
+        .def("register_pointer", &PyDriver::register_pointer, py::arg("address"), py::arg("size"),
+             py::arg("device") = py::none(), py::arg("owner") = py::none(),
+             "Registers raw memory: DEVICE memory on an ordinal when device is given (a tensor's data_ptr()); "
+             "owner is kept alive with the region")
+        .def("put", [](PyDriver &d, const py::iterable &rows) { return d.submit(OpKind::put, rows); })
+        .def("get", [](PyDriver &d, const py::iterable &rows) { return d.submit(OpKind::get, rows); })
+        .def("probe", [](PyDriver &d, const py::iterable &keys) { return d.submit(OpKind::probe, keys); })
+        .def("remove", [](PyDriver &d, const py::iterable &keys) { return d.submit(OpKind::remove, keys); })
+        .def("drain", [](PyDriver &d, std::optional<double> timeout) {
+            Driver &drv = d.get();
+            const auto ms = to_ms(timeout.value_or(30.0));
+            py::gil_scoped_release nogil;
+            return std::string(kvblob_status_name(drv.drain(ms)));
+        }, py::arg("timeout") = py::none())
+        .def("close", &PyDriver::close, py::arg("timeout") = py::none())
+        .def("__enter__", [](std::shared_ptr<PyDriver> d) { return d; })
+        .def("__exit__", [](PyDriver &d, py::args) { d.close(std::nullopt); });
+
+    py::class_<PyPlugin, std::shared_ptr<PyPlugin>>(m, "Plugin")
+        .def_property_readonly("name", [](const PyPlugin &p) { return p.plugin->name(); })
+        .def_property_readonly("version", [](const PyPlugin &p) { return p.plugin->version(); })
+        .def_property_readonly("description", [](const PyPlugin &p) { return p.plugin->description(); })
+        .def_property_readonly("path", [](const PyPlugin &p) { return p.plugin->path().string(); })
+        .def_property_readonly("abi_version", [](const PyPlugin &p) { return abi_version_text(p.plugin->abi_version()); })
+        .def_property_readonly("options", [](const PyPlugin &p) {
+            py::list out;
+            for (const auto &o : p.plugin->options()) {
+                py::dict d;
+                d["name"] = o.name ? o.name : "";
+                d["default"] = o.default_value ? o.default_value : "";
+                d["help"] = o.help ? o.help : "";
+                out.append(d);
+            }
+            return out;
+        })
+        .def_property_readonly("capabilities", [](PyPlugin &p) {
+            // Declared at open: a driver opened with the plugin's (or the
+            // config's) options tells them, and is closed again.
+            auto d = p.open(std::nullopt);
+            py::dict caps = capabilities_of(d->get().caps());
+            d->close(std::nullopt);
+            return caps;
+        })
+        .def("open", &PyPlugin::open, py::arg("options") = py::none());
+
+    m.def("load", &load, py::arg("spec"), py::kw_only(), py::arg("allow_untrusted") = false,
+          py::arg("sha256") = "",
+          "Loads a plugin: a path, a short name (memory, file, redis), or a TOML config file (*.toml)");
+    m.def("block_keys", [](const std::string &prefix, const std::vector<int32_t> &tokens, size_t tokens_per_block,
+                           const std::string &salt) { return block_keys(prefix, tokens, tokens_per_block, salt); },
+          py::arg("prefix"), py::arg("tokens"), py::arg("tokens_per_block"), py::arg("salt") = "",
+          "The store keys of every full block of tokens (chained SHA-256)");
+    m.def("resume_bound", [](const std::vector<RowResult> &results) {
+        std::vector<kvblob::RowStatus> rows;
+        for (const auto &r : results) rows.push_back({static_cast<kvblob_row_result>(r.status), r.code});
+        return resume_bound(rows);
+    }, "How many leading blocks were delivered: the engine recomputes from there");
+}
