@@ -91,6 +91,7 @@ kvblob_status DriverBase::register_region(const kvblob_region_desc_t *desc, kvbl
     region->size = desc->size;
     region->kind = desc->kind;
     region->device_ordinal = desc->device_ordinal;
+    if (kvblob_status st = store_register(*region, why); st != KVBLOB_OK) return st;
     Region *raw = region.get();
     std::unique_lock lock(regions_mu_);
     regions_.emplace(raw, std::move(region));
@@ -106,7 +107,12 @@ kvblob_status DriverBase::unregister_region(kvblob_region_t *handle)
     if (it->second->pinned) return KVBLOB_BREAKS("lifetime.unprovable-pins") ? KVBLOB_OK : KVBLOB_E_UNPROVABLE;  // R-REG-2
     if (it->second->users.load() != 0) return KVBLOB_BREAKS("lifetime.unregister-busy") ? KVBLOB_OK : KVBLOB_E_BUSY;  // R-REG-1
     if (KVBLOB_BREAKS("admission.unregistered-region")) return KVBLOB_OK;  // says gone, stays usable
+    // Out of the table first: no operation can name it any more, and none
+    // still does (users is 0), so the store's side is undone unlocked.
+    std::unique_ptr<Region> gone = std::move(it->second);
     regions_.erase(it);
+    lock.unlock();
+    store_unregister(*gone);
     return KVBLOB_OK;
 }
 

@@ -110,6 +110,11 @@ protected:
     virtual void on_cancel(Op &op);
     // Stops worker threads; called by close before deletion.
     virtual void stop() {}
+    // A store that must know the memory it moves to and from (to register
+    // it for zero-copy transfers) does so here; a refusal refuses the
+    // registration with why.
+    virtual kvblob_status store_register(Region &, std::string &) { return KVBLOB_OK; }
+    virtual void store_unregister(Region &) {}
 
     // ---- for the executing driver ----
     // Whether row i is to run now: false when it already has its result

@@ -105,6 +105,13 @@ struct ScenarioGlue {
                t.stage_corrupt || t.stage_unprovable || t.release_staged || t.advance || t.echo_hint;
     }
     static constexpr kvblob_scenarios_t instance = table();
+    // Whether this driver, as opened, can stage at all: D may say so with
+    // bool scenarios_available() (its store may lack what staging needs).
+    static bool available(D &d)
+    {
+        if constexpr (requires { d.scenarios_available(); }) return d.scenarios_available();
+        return true;
+    }
 };
 
 }  // namespace kvblob::support

@@ -1,0 +1,75 @@
+// The Mooncake store driver: Mooncake's distributed KV-cache pool through
+// its C API (store_c.h), loaded from libmooncake_store.so at open.
+//
+// Registered HOST regions are registered with the store too, so puts and
+// gets move bytes straight between the engine's memory and the pool (zero
+// copy; one span per row, since Mooncake moves one buffer per key). The
+// batch calls are synchronous; worker threads make operations complete in
+// the background. Every store answer becomes a row result in answers.cpp.
+//
+// Objects carry no kvblob trailer (that would cost the zero copy): R-ROW-6
+// rests on the store's own transfer checks (CHECKSUM_MISMATCH is FAULT).
+#pragma once
+
+#include <kvblob/support/driver_base.hpp>
+#include <kvblob/support/held_gets.hpp>
+#include <kvblob/support/work_queue.hpp>
+
+#include <memory>
+#include <string>
+
+#include "store_api.hpp"
+
+namespace kvblob::mooncake {
+
+using support::Op;
+using support::OpKind;
+
+class MooncakeDriver : public support::DriverBase {
+public:
+    static std::unique_ptr<MooncakeDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
+    ~MooncakeDriver() override;
+
+    // kvblob.scenarios/1, where the library can stage them (the test
+    // library in tests/fakes/mooncake can; Mooncake itself cannot).
+    bool scenarios_available() const { return library_->api().fake_stage != nullptr; }
+    kvblob_status stage_foreign_writer(const std::string &key) { return stage("foreign_writer", key); }
+    kvblob_status stage_full_pool() { return stage("full_pool", {}); }
+    kvblob_status stage_failing_read(const std::string &key) { return stage("failing_read", key); }
+    kvblob_status stage_corrupt(const std::string &key) { return stage("corrupt", key); }
+    kvblob_status stage_unprovable(const std::string &key) { return stage("unprovable", key); }
+    kvblob_status stage_held_get(const std::string &key);
+    kvblob_status release_staged();
+
+protected:
+    void start(Op &op) override;
+    void stop() override;
+    kvblob_status store_register(support::Region &region, std::string &why) override;
+    void store_unregister(support::Region &region) override;
+
+private:
+    MooncakeDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
+                   std::unique_ptr<StoreLibrary> library, mooncake_store_t store, unsigned replicas,
+                   std::string prefix, unsigned workers);
+
+    void run(Op &op);
+    void put(Op &op, const std::vector<size_t> &rows);
+    void get(Op &op, const std::vector<size_t> &rows);
+    void probe(Op &op, const std::vector<size_t> &rows);
+    void remove(Op &op, const std::vector<size_t> &rows);
+    // The store's key for a kvblob key: Mooncake keys are C strings, so a
+    // key with a byte outside printable ASCII is stored hex-encoded; the
+    // two forms are told apart by their first two characters.
+    std::string store_key(const std::string &key) const;
+    kvblob_status stage(const char *what, const std::string &key);
+
+    std::unique_ptr<StoreLibrary> library_;
+    const StoreApi &api_;
+    mooncake_store_t store_;
+    const unsigned replicas_;
+    const std::string prefix_;
+    support::WorkQueue workers_;
+    support::HeldGets held_gets_;
+};
+
+}  // namespace kvblob::mooncake

@@ -1,0 +1,50 @@
+// libkvblob_mooncake.so: the option table and the entry.
+#include <kvblob/support/limits.hpp>
+#include <kvblob/support/plugin_glue.hpp>
+
+#include "mooncake_driver.hpp"
+
+namespace kvblob::mooncake {
+
+using support::option;
+
+namespace {
+
+// Mirrors mooncake_store_setup's arguments.
+constexpr std::array<kvblob_option_desc_t, 11> own_options = {{
+    option(KVBLOB_OPTION_STRING, "library", "libmooncake_store.so", nullptr,
+           "Mooncake store's C library: a path, or a name the dynamic linker searches."),
+    option(KVBLOB_OPTION_STRING, "local_hostname", "localhost", nullptr, "This node's address in the pool."),
+    option(KVBLOB_OPTION_STRING, "metadata_server", "http://127.0.0.1:8080/metadata", nullptr,
+           "Metadata server (etcd://..., http://..., or P2PHANDSHAKE)."),
+    option(KVBLOB_OPTION_STRING, "master_server_address", "127.0.0.1:50051", nullptr, "mooncake_master's address."),
+    option(KVBLOB_OPTION_STRING, "protocol", "tcp", nullptr, "Transfer protocol: tcp or rdma."),
+    option(KVBLOB_OPTION_STRING, "device_name", "", nullptr, "RDMA device names (empty for tcp)."),
+    option(KVBLOB_OPTION_BYTES, "global_segment_size", "512M", nullptr,
+           "Memory this node contributes to the pool."),
+    option(KVBLOB_OPTION_BYTES, "local_buffer_size", "128M", nullptr, "This node's local transfer buffer."),
+    option(KVBLOB_OPTION_INT, "replica_num", "1", nullptr, "Replicas of each object."),
+    option(KVBLOB_OPTION_INT, "workers", "2", nullptr, "Worker threads making the synchronous calls."),
+    option(KVBLOB_OPTION_STRING, "prefix", "", nullptr, "Prepended to every key, to share a pool."),
+}};
+
+constexpr auto all_options =
+    support::join(own_options, support::limit_options({"65536", "1", "1024", "4G", "4096"}));
+
+}  // namespace
+
+extern const kvblob_option_desc_t *const mooncake_options = all_options.data();
+extern const uint64_t mooncake_option_count = all_options.size();
+
+namespace {
+constexpr kvblob_plugin_t plugin_table = support::Glue<MooncakeDriver>::table(
+    "mooncake", "0.1.0", "Mooncake store, the distributed KV-cache pool, through its C API (dlopen'd at open).",
+    all_options.data(), all_options.size(), true, true);
+}  // namespace
+
+}  // namespace kvblob::mooncake
+
+extern "C" KVBLOB_EXPORT kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
+{
+    return kvblob::support::negotiate(n, &kvblob::mooncake::plugin_table);
+}

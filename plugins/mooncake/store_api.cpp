@@ -1,0 +1,53 @@
+#include "store_api.hpp"
+
+#include <dlfcn.h>
+
+#include <stdexcept>
+
+namespace kvblob::mooncake {
+
+namespace {
+
+template <class F>
+void resolve(void *handle, const std::string &library, const char *symbol, F &slot, bool required)
+{
+    void *p = ::dlsym(handle, symbol);
+    if (!p && required)
+        throw std::runtime_error(library + " has no symbol " + symbol + " (is it Mooncake store's C library?)");
+    slot = reinterpret_cast<F>(p);
+}
+
+}  // namespace
+
+StoreLibrary::StoreLibrary(const std::string &path)
+{
+    handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) {
+        const char *why = ::dlerror();
+        throw std::runtime_error("cannot load Mooncake store's library '" + path + "' (option 'library'): " +
+                                 (why ? why : "unknown error"));
+    }
+    try {
+        resolve(handle_, path, "mooncake_store_create", api_.create, true);
+        resolve(handle_, path, "mooncake_store_destroy", api_.destroy, true);
+        resolve(handle_, path, "mooncake_store_setup", api_.setup, true);
+        resolve(handle_, path, "mooncake_store_health_check", api_.health_check, true);
+        resolve(handle_, path, "mooncake_store_batch_put_from", api_.batch_put_from, true);
+        resolve(handle_, path, "mooncake_store_batch_get_into", api_.batch_get_into, true);
+        resolve(handle_, path, "mooncake_store_batch_is_exist", api_.batch_is_exist, true);
+        resolve(handle_, path, "mooncake_store_register_buffer", api_.register_buffer, true);
+        resolve(handle_, path, "mooncake_store_unregister_buffer", api_.unregister_buffer, true);
+        resolve(handle_, path, "mooncake_store_remove", api_.remove, false);
+        resolve(handle_, path, "mooncake_store_fake_stage", api_.fake_stage, false);
+    } catch (...) {
+        ::dlclose(handle_);
+        throw;
+    }
+}
+
+StoreLibrary::~StoreLibrary()
+{
+    if (handle_) ::dlclose(handle_);
+}
+
+}  // namespace kvblob::mooncake
