@@ -8,6 +8,7 @@
 
 #include "answers.hpp"
 #include "driver_core.hpp"
+#include "memory_kind.hpp"
 
 namespace kvblob {
 
@@ -139,6 +140,8 @@ kvblob_region_t *DriverCore::register_region(const kvblob_region_desc_t &desc)
         throw CallError(KVBLOB_E_REJECTED, "R-ADM-8", "unknown memory kind " + std::to_string(desc.kind));
     if (!desc.base || desc.size == 0)
         throw CallError(KVBLOB_E_REJECTED, "R-REG-1", "a region needs a base address and a positive size");
+    if (const std::string problem = memory_kind_problem(desc); !problem.empty())
+        throw CallError(KVBLOB_E_REJECTED, "R-ADM-8", problem);
     char err[512] = {0};
     kvblob_region_t *region = nullptr;
     kvblob_status st = table->register_region(handle, &desc, &region, err, sizeof err);
