@@ -9,6 +9,7 @@ const std::vector<Check> &battery()
         add_data_checks(all);
         add_admission_checks(all);
         add_lifetime_checks(all);
+        add_device_checks(all);
         return all;
     }();
     return checks;

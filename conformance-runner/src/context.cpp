@@ -51,13 +51,23 @@ std::string Context::key(const std::string &name) const { return encode_key(run_
 
 kvblob_region_t *Context::reg(Driver &d, GuardedBuffer &buf) const
 {
-    kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, buf.data(), buf.size(), 0, 0};
+    return register_desc(d, {sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, buf.data(), buf.size(), 0, 0});
+}
+
+kvblob_region_t *Context::reg_device(Driver &d, void *base, uint64_t size) const
+{
+    return register_desc(d, {sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_DEVICE, base, size, 0, 0});
+}
+
+kvblob_region_t *Context::register_desc(Driver &d, const kvblob_region_desc_t &desc) const
+{
     kvblob_region_t *region = nullptr;
     char err[512] = {0};
     kvblob_status st = d.table().register_region(d.handle(), &desc, &region, err, sizeof err);
     err[sizeof err - 1] = '\0';
     expect(st == KVBLOB_OK && region, "R-ADM-10",
-           std::string("registering a live HOST region was refused: ") + kvblob_status_name(st) + " " + err);
+           std::string("registering a live ") + (desc.kind == KVBLOB_MEMORY_DEVICE ? "DEVICE" : "HOST") +
+               " region was refused: " + kvblob_status_name(st) + " " + err);
     ledger_.add(d.handle(), region);
     return region;
 }

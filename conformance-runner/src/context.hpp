@@ -84,6 +84,8 @@ public:
 
     // Registers buf as HOST memory; a refusal fails the check (R-ADM-10).
     kvblob_region_t *reg(Driver &d, GuardedBuffer &buf) const;
+    // Registers size bytes of CUDA device memory on device 0 at base.
+    kvblob_region_t *reg_device(Driver &d, void *base, uint64_t size) const;
     // Unregisters a region reg() gave; the driver's answer.
     kvblob_status unreg(Driver &d, kvblob_region_t *region) const;
     // Submits; returns the handle, or nullptr with *status and *why set.
@@ -122,6 +124,8 @@ private:
     std::string key_tag_;
     std::string notes_;
     mutable RegionLedger ledger_;
+
+    kvblob_region_t *register_desc(Driver &d, const kvblob_region_desc_t &desc) const;
 };
 
 }  // namespace kvblob::conformance

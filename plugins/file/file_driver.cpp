@@ -1,6 +1,8 @@
 #include "file_driver.hpp"
 
 #include <kvblob/support/crc32c.hpp>
+#include <kvblob/support/device_copy.hpp>
+#include <kvblob/support/span_copy.hpp>
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
@@ -78,6 +80,15 @@ int64_t read_until_end(int fd, uint8_t *buf, uint64_t n)
     return static_cast<int64_t>(done);
 }
 
+// Device spans cannot be handed to pwritev/preadv: such rows go through the
+// staging buffer, like direct I/O.
+bool has_device_span(const support::Row &row)
+{
+    for (const auto &s : row.spans)
+        if (s.device) return true;
+    return false;
+}
+
 // Sums the objects already under root, for the quota.
 uint64_t stored_bytes(const std::string &root)
 {
@@ -121,6 +132,7 @@ std::unique_ptr<FileDriver> FileDriver::open(const kvblob_open_args_t &args, kvb
     s.reservation_expiry = std::chrono::milliseconds(support::positive(o, "reservation_expiry_ms"));
     const unsigned workers = support::worker_count(o);
     caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
+    if (support::cuda_device_present()) caps.flags |= KVBLOB_CAP_DEVICE_MEMORY;  // staged, see has_device_span
     support::apply_limits(o, caps);
     return std::unique_ptr<FileDriver>(new FileDriver(caps, args.host, std::move(s), workers));
 }
@@ -246,17 +258,21 @@ int FileDriver::write_object(const support::Row &row, Reservation &reservation)
     const uint64_t bytes = row.total + trailer_size;
     const int fd = reservation.fd();
     int err = 0;
-    if (settings_.direct) {
-        // O_DIRECT wants aligned memory and lengths: one fused copy and
-        // checksum pass into the staging buffer, then an aligned write
-        // trimmed to the object's size.
+    if (settings_.direct || has_device_span(row)) {
+        // O_DIRECT wants aligned memory and lengths, and device memory must
+        // be staged: one fused copy and checksum pass into the staging
+        // buffer, then an aligned write trimmed to the object's size.
         const uint64_t padded = round_up(bytes, direct_alignment);
         uint8_t *buf = bounce.ensure(padded);
         if (!buf) return ENOMEM;
         uint8_t *dst = buf;
         uint32_t crc = 0;
         for (const auto &s : row.spans) {
-            crc = support::crc32c_copy(crc, dst, s.data, s.length);
+            std::string device_error;
+            if (!support::copy_from_span(crc, dst, s, device_error)) {
+                log(KVBLOB_LOG_ERROR, "reading a row's device memory: " + device_error);
+                return EIO;
+            }
             dst += s.length;
         }
         support::write_trailer(dst, row.key, row.total, crc);
@@ -308,7 +324,7 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
     }
 
     uint32_t crc = 0;
-    if (settings_.direct) {
+    if (settings_.direct || has_device_span(row)) {
         const uint64_t padded = round_up(size, direct_alignment);
         uint8_t *buf = bounce.ensure(padded);
         if (!buf) return {KVBLOB_ROW_FAULT, ENOMEM, "no memory for the direct I/O staging buffer"};
@@ -319,7 +335,9 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
         if (f != support::TrailerFault::none) return trailer_fault(f);
         const uint8_t *src = buf;
         for (const auto &s : row.spans) {
-            crc = support::crc32c_copy(crc, s.data, src, s.length);
+            std::string device_error;
+            if (!support::copy_to_span(crc, s, src, device_error))
+                return {KVBLOB_ROW_FAULT, EIO, "writing the row's device memory: " + device_error};
             src += s.length;
         }
     } else {

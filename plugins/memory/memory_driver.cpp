@@ -2,6 +2,8 @@
 
 #include <kvblob/support/breakage.hpp>
 #include <kvblob/support/crc32c.hpp>
+#include <kvblob/support/device_copy.hpp>
+#include <kvblob/support/span_copy.hpp>
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
@@ -14,8 +16,20 @@
 
 namespace kvblob::memory {
 
+namespace {
+
+// For the broken builds of the device checks: zeroes device memory.
+[[maybe_unused]] void zero_device(uint8_t *at, size_t n, const support::SpanRef &span)
+{
+    if (!span.device) return;
+    std::string error;
+    support::host_to_device(at, n, span.device_ordinal, [](uint8_t *chunk, size_t len) { std::memset(chunk, 0, len); },
+                            error);
+}
+
+}  // namespace
+
 using support::crc32c;
-using support::crc32c_copy;
 using support::trailer_size;
 
 extern const kvblob_option_desc_t *const memory_options;
@@ -30,6 +44,9 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
     support::apply_limits(o, caps);
     if (o.flag("hints")) caps.flags |= KVBLOB_CAP_HINTS;
+    // Device spans move through pinned staging (span_copy.hpp), where this
+    // process sees a CUDA device.
+    if (support::cuda_device_present()) caps.flags |= KVBLOB_CAP_DEVICE_MEMORY;
     if (KVBLOB_BREAKS("open.capabilities-fixed")) {
         static std::atomic<uint64_t> opened{0};
         caps.max_rows_per_op -= opened++ % 2;  // declares other limits every other time
@@ -171,7 +188,12 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     uint8_t *dst = object->data();
     uint32_t crc = 0;
     for (size_t s = 0; s < span_count; ++s) {
-        crc = crc32c_copy(crc, dst, row.spans[s].data, row.spans[s].length);
+        std::string error;
+        if (!support::copy_from_span(crc, dst, row.spans[s], error)) {
+            store_->abandon(row.key);  // nothing is left under the key (R-ROW-8)
+            out = {KVBLOB_ROW_FAULT, 0, "reading the row's device memory: " + error, nullptr};
+            return;
+        }
         dst += row.spans[s].length;
     }
     support::write_trailer(dst, row.key, total, crc);
@@ -195,6 +217,8 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
     if (found.state == Store::State::absent) {
         if (KVBLOB_BREAKS("data.miss.untouched"))
             for (const auto &span : row.spans) std::memset(span.data, 0, span.length);
+        if (KVBLOB_BREAKS("device.miss.untouched"))
+            for (const auto &span : row.spans) zero_device(span.data, span.length, span);
         if (KVBLOB_BREAKS("data.absent-is-miss")) {
             out = {KVBLOB_ROW_FAULT, 404, "not found", nullptr};  // absence reported as a failure
             return;
@@ -239,7 +263,15 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
         if (half_copy) std::memcpy(row.spans[0].data, src, row.spans[0].length / 2);
     } else {
         for (const auto &span : row.spans) {
-            crc = crc32c_copy(crc, span.data, src, span.length);
+            std::string error;
+            if (KVBLOB_BREAKS("device.round-trip") && span.device) {
+                crc = crc32c(crc, src, span.length);  // verified, never delivered
+            } else if (!support::copy_to_span(crc, span, src, error)) {
+                out = {KVBLOB_ROW_FAULT, 0, "writing the row's device memory: " + error, nullptr};
+                return;
+            }
+            if (KVBLOB_BREAKS("device.guard-canaries") && span.device)
+                zero_device(span.data + span.length, 64, span);  // past the span's end
             src += span.length;
         }
     }

@@ -65,6 +65,16 @@ void Store::commit(const std::string &key, Object object)
     s.map[key].object = std::move(object);
 }
 
+void Store::abandon(const std::string &key)
+{
+    Shard &s = shard(key);
+    std::lock_guard lock(s.mu);
+    auto it = s.map.find(key);
+    if (it == s.map.end() || it->second.object || it->second.foreign) return;
+    used_.fetch_sub(it->second.reserved);
+    s.map.erase(it);
+}
+
 Store::Removal Store::remove(const std::string &key)
 {
     Shard &s = shard(key);

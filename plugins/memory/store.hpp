@@ -40,6 +40,8 @@ public:
     Reservation reserve(const std::string &key, uint64_t bytes);
     // Publishes a reserved key's object: from here readers see it whole.
     void commit(const std::string &key, Object object);
+    // Gives up a reservation whose object could not be built (R-ROW-8).
+    void abandon(const std::string &key);
     // A buffer for an object of size bytes (payload and trailer).
     std::shared_ptr<Blob> allocate(size_t size) { return pool_->make(size); }
 

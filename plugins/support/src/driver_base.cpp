@@ -138,14 +138,16 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, std::ve
         if (KVBLOB_BREAKS("admission.span-outside") && span.offset < region.size &&
             span.length > region.size - span.offset) {
             // Admits the span and quietly moves only the part inside the region.
-            spans.push_back({region.base + span.offset, region.size - span.offset});
+            spans.push_back({region.base + span.offset, region.size - span.offset, region.kind == KVBLOB_MEMORY_DEVICE,
+                             region.device_ordinal});
             total += region.size - span.offset;
             continue;
         }
         if (span.offset > region.size || span.length > region.size - span.offset)
             return "[R-ADM-6] " + what + " [" + std::to_string(span.offset) + ", +" + std::to_string(span.length) +
                    ") is outside its region of " + std::to_string(region.size) + " bytes";
-        spans.push_back({region.base + span.offset, span.length});
+        spans.push_back(
+            {region.base + span.offset, span.length, region.kind == KVBLOB_MEMORY_DEVICE, region.device_ordinal});
         total += span.length;
         if (std::find(regions.begin(), regions.end(), &region) == regions.end()) regions.push_back(&region);
     }

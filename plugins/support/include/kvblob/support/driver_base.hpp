@@ -43,6 +43,8 @@ struct Region : kvblob_region {
 struct SpanRef {
     uint8_t *data;
     uint64_t length;
+    bool device = false;  // CUDA device memory: only device_copy.hpp touches it
+    int32_t device_ordinal = 0;
 };
 
 struct Row {
