@@ -22,11 +22,12 @@ struct Baseline {
 };
 
 // The baseline for a driver opened with options; nullopt (and why) when
-// there is none.
+// there is none. Rows in device memory have cudaMemcpy as theirs.
 std::optional<Baseline> baseline_for(const std::string &driver, const Options &options, std::string &why_none);
 
 // Each baseline, for baseline_for.
 Baseline memcpy_baseline();
+Baseline cuda_copy_baseline();  // rows in device memory, whatever the driver
 Baseline posix_baseline(const std::string &root, const std::string &fsync);
 std::optional<Baseline> hiredis_baseline(const Options &options, std::string &why_none);
 

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "kvblob/host/batch.hpp"
+#include "lane_memory.hpp"
 
 namespace kvblob::bench {
 
@@ -27,14 +28,17 @@ void wait_settled(const Operation &op)
 class DriverLane : public Lane {
 public:
     DriverLane(Driver &d, const Point &p, unsigned lane, const DriverLaneSettings &s)
-        : d_(d), p_(p), lane_(lane), s_(s), buf_(p.size * p.batch)
+        : d_(d), p_(p), lane_(lane), s_(s), buf_(p.size * p.batch, s.device_memory)
     {
     }
 
     void prepare() override
     {
-        fill_pattern(buf_.data(), buf_.size(), lane_ + 1);
-        kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, buf_.data(), buf_.size(), 0, 0};
+        std::vector<uint8_t> expected(buf_.size());
+        fill_pattern(expected.data(), expected.size(), lane_ + 1);
+        buf_.upload(expected);
+        kvblob_region_desc_t desc{sizeof desc, buf_.device() ? KVBLOB_MEMORY_DEVICE : KVBLOB_MEMORY_HOST, buf_.data(),
+                                  buf_.size(), 0, 0};
         region_ = d_.register_region(desc);
         build_batch();
         if (p_.op == BenchOp::put) return;
@@ -43,11 +47,10 @@ public:
         Sample stored = run(OpKind::put, KVBLOB_ROW_READY);
         if (stored.errors) throw std::runtime_error("could not store the rows to read: " + stored.error);
         if (p_.op == BenchOp::get && !s_.null_driver) {
-            std::vector<uint8_t> expected = buf_;
-            std::fill(buf_.begin(), buf_.end(), 0);
+            buf_.upload(std::vector<uint8_t>(buf_.size(), 0));
             Sample got = run(OpKind::get, KVBLOB_ROW_READY);
             if (got.errors) throw std::runtime_error("the first get failed: " + got.error);
-            if (buf_ != expected) throw std::runtime_error("the driver's get delivered other bytes than were put");
+            if (buf_.download() != expected) throw std::runtime_error("the driver's get delivered other bytes than were put");
         }
     }
 
@@ -134,7 +137,7 @@ private:
     const Point p_;
     const unsigned lane_;
     const DriverLaneSettings s_;
-    std::vector<uint8_t> buf_;
+    LaneMemory buf_;
     Region region_;
     Batch batch_, keys_;
     uint64_t generation_ = 0;

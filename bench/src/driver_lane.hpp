@@ -15,6 +15,7 @@ struct DriverLaneSettings {
     // The null driver answers MISS to gets and probes and moves no bytes:
     // its rows count, its bytes do not.
     bool null_driver = false;
+    bool device_memory = false;  // rows in CUDA device memory
 };
 
 std::unique_ptr<Lane> make_driver_lane(Driver &driver, const Point &point, unsigned lane,

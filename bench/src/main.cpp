@@ -12,6 +12,7 @@
 
 #include "baseline.hpp"
 #include "driver_lane.hpp"
+#include "lane_memory.hpp"
 #include "kvblob/cli/plugin_flags.hpp"
 #include "kvblob/host/load_error.hpp"
 #include "kvblob/host/version.hpp"
@@ -31,6 +32,7 @@ int main(int argc, char **argv)
     double duration = 0.5;
     std::string bytes_text;
     bool json = false, csv = false, no_baseline = false;
+    std::string memory_kind = "host";
     cli::PluginFlags flags;
     app.add_option("-d,--driver", driver_spec, "Plugin path or driver name (memory, file, redis, null)")->required();
     cli::add_plugin_flags(app, flags);
@@ -48,6 +50,9 @@ int main(int argc, char **argv)
     app.add_flag("--csv", csv, "Print the results as CSV")->excludes(json_flag);
     app.add_option("--plot", plot_path, "Also draw throughput against row size to FILE.svg");
     app.add_flag("--no-baseline", no_baseline, "Measure the driver alone");
+    app.add_option("--memory", memory_kind, "Where the rows live: host, or CUDA device memory (baseline cudaMemcpy)")
+        ->check(CLI::IsMember({"host", "device"}))
+        ->capture_default_str();
     if (auto code = cli::parse(app, argc, argv)) return *code;
 
     std::vector<uint64_t> sizes, batches, thread_counts;
@@ -85,14 +90,23 @@ int main(int argc, char **argv)
     info.options = flags.options;
     info.duration_s = duration;
     info.byte_budget = budget.bytes;
+    const bool device = memory_kind == "device";
+    if (device) {
+        if (const std::string why = device_unavailable(); !why.empty()) {
+            std::cerr << "kvblob-bench: --memory device: " << why << "\n";
+            return 3;
+        }
+    }
     std::optional<Baseline> baseline;
     if (no_baseline) info.no_baseline_reason = "--no-baseline";
+    else if (device) baseline = cuda_copy_baseline();
     else baseline = baseline_for(info.driver_name, *options, info.no_baseline_reason);
     if (baseline) info.baseline_name = baseline->name;
 
     DriverLaneSettings lane_settings;
     lane_settings.run_id = std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr));
     lane_settings.null_driver = info.driver_name == "null";
+    lane_settings.device_memory = device;
 
     std::vector<Point> points;
     for (auto op : ops)
