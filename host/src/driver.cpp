@@ -90,13 +90,36 @@ void DriverCore::adopt(kvblob_driver_t *h, const kvblob_caps_t &c)
     handle = h;
     caps = c;
     if (table->get_extension)
-        scenarios = static_cast<const kvblob_scenarios_t *>(table->get_extension(h, KVBLOB_EXT_SCENARIOS));
+        scenarios = static_cast<const kvblob_scenarios_t *>(
+            call(&kvblob_plugin_t::get_extension, "get_extension", static_cast<const void *>(nullptr), h,
+                 static_cast<const char *>(KVBLOB_EXT_SCENARIOS)));
     if (scenarios && scenarios->struct_size < sizeof(uint32_t) * 2) scenarios = nullptr;
 }
 
 void DriverCore::note(kvblob_log_level level, const std::string &message) const
 {
     if (services_->sink) services_->sink(level, message);
+}
+
+void DriverCore::threw(const char *slot, const std::string &what) noexcept
+{
+    try {
+        std::lock_guard lock(thrown_mu_);
+        thrown_.push_back("driver " + name + " threw a C++ exception out of " + slot +
+                          " across the C ABI (" + what + "); the call is taken as refused, not final, its access "
+                          "open: nothing the driver may touch is given back");
+    } catch (...) {
+    }
+}
+
+void DriverCore::flush_thrown()
+{
+    std::vector<std::string> lines;
+    {
+        std::lock_guard lock(thrown_mu_);
+        lines.swap(thrown_);
+    }
+    for (const auto &line : lines) note(KVBLOB_LOG_MISBEHAVING, line);
 }
 
 void DriverCore::pin(kvblob_region_t *region)
@@ -109,11 +132,11 @@ kvblob_status DriverCore::shutdown(std::chrono::nanoseconds timeout)
 {
     Locked locked(*this);
     if (closed_ || !handle) return KVBLOB_OK;
-    kvblob_status st = table->drain(handle, static_cast<uint64_t>(timeout.count()));
+    kvblob_status st = call(&kvblob_plugin_t::drain, "drain", KVBLOB_E_INTERNAL, handle, static_cast<uint64_t>(timeout.count()));
     std::erase_if(parked_, [&](kvblob_op_t *op) { return release_locked(op) == KVBLOB_OK; });
     std::erase_if(pinned_, [&](kvblob_region_t *r) { return unregister_locked(r) == KVBLOB_OK; });
     // Close only when nothing is left that the driver may still touch.
-    if (st == KVBLOB_OK) st = parked_.empty() && pinned_.empty() ? table->close(handle) : KVBLOB_E_BUSY;
+    if (st == KVBLOB_OK) st = parked_.empty() && pinned_.empty() ? call(&kvblob_plugin_t::close, "close", KVBLOB_E_INTERNAL, handle) : KVBLOB_E_BUSY;
     if (st != KVBLOB_OK) {
         // Something may still touch memory: keep the driver open and its code
         // mapped for the life of the process rather than free anything.
@@ -144,8 +167,10 @@ kvblob_region_t *DriverCore::register_region(const kvblob_region_desc_t &desc)
         throw CallError(KVBLOB_E_REJECTED, "R-ADM-8", problem);
     char err[512] = {0};
     kvblob_region_t *region = nullptr;
-    kvblob_status st = table->register_region(handle, &desc, &region, err, sizeof err);
+    kvblob_status st = call(&kvblob_plugin_t::register_region, "register_region", KVBLOB_E_INTERNAL, handle, &desc,
+                             &region, static_cast<char *>(err), static_cast<uint32_t>(sizeof err));
     err[sizeof err - 1] = '\0';
+    flush_thrown();
     if (st != KVBLOB_OK || !region)
         throw CallError(st == KVBLOB_OK ? KVBLOB_E_INTERNAL : st, desc.kind == KVBLOB_MEMORY_DEVICE ? "R-ADM-8" : "R-REG-1",
                         "driver " + name + " refused the registration: " + err);
@@ -173,7 +198,7 @@ kvblob_status DriverCore::unregister_locked(kvblob_region_t *region)
     }
     if (it->second.pinned) return KVBLOB_E_UNPROVABLE;  // R-REG-2: for good
     if (it->second.open_ops) return KVBLOB_E_BUSY;      // R-REG-1: the driver is not even asked
-    kvblob_status st = table->unregister_region(handle, region);
+    kvblob_status st = call(&kvblob_plugin_t::unregister_region, "unregister_region", KVBLOB_E_INTERNAL, handle, region);
     if (st == KVBLOB_OK) regions_.erase(it);
     return st;
 }
@@ -206,7 +231,16 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
     }
     char err[512] = {0};
     kvblob_op_t *op = nullptr;
-    kvblob_status st = slot(handle, &batch, &op, err, sizeof err);
+    kvblob_status st = KVBLOB_E_INTERNAL;
+    try {
+        st = slot(handle, &batch, &op, err, sizeof err);
+    } catch (const std::exception &e) {
+        threw(to_string(kind), e.what());
+        op = nullptr;
+    } catch (...) {
+        threw(to_string(kind), "an exception that is not a std::exception");
+        op = nullptr;
+    }
     err[sizeof err - 1] = '\0';
     Locked locked(*this);
     if (st != KVBLOB_OK || !op) {
@@ -227,7 +261,7 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
 
 kvblob_access DriverCore::observe_access(kvblob_op_t *op, OpRecord &record)
 {
-    const kvblob_access a = table->access(handle, op);
+    const kvblob_access a = call(&kvblob_plugin_t::access, "access", KVBLOB_ACCESS_OPEN, handle, op);
     if (record.access_settled) return a;
     if (a == KVBLOB_ACCESS_ENDED) {
         for (auto *r : record.regions)
@@ -256,13 +290,13 @@ bool DriverCore::is_final(kvblob_op_t *op)
     auto it = ops_.find(op);
     if (it != ops_.end()) return observe_final(op, it->second);
     uint32_t fin = 0;
-    return table->poll(handle, op, &fin) == KVBLOB_OK && fin != 0;
+    return call(&kvblob_plugin_t::poll, "poll", KVBLOB_E_INTERNAL, handle, op, &fin) == KVBLOB_OK && fin != 0;
 }
 
 bool DriverCore::observe_final(kvblob_op_t *op, OpRecord &record)
 {
     uint32_t fin = 0;
-    const bool final = table->poll(handle, op, &fin) == KVBLOB_OK && fin != 0;
+    const bool final = call(&kvblob_plugin_t::poll, "poll", KVBLOB_E_INTERNAL, handle, op, &fin) == KVBLOB_OK && fin != 0;
     if (final) record.final_seen = true;
     if (!final && record.final_seen) {
         if (record.rules_logged.insert("R-ROW-1 poll").second)
@@ -277,7 +311,8 @@ kvblob_access DriverCore::access(kvblob_op_t *op)
 {
     Locked locked(*this);
     auto it = ops_.find(op);
-    return it == ops_.end() ? table->access(handle, op) : observe_access(op, it->second);
+    return it == ops_.end() ? call(&kvblob_plugin_t::access, "access", KVBLOB_ACCESS_OPEN, handle, op)
+                             : observe_access(op, it->second);
 }
 
 std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
@@ -289,7 +324,9 @@ std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
     const bool final = observe_final(op, record);
     std::vector<kvblob_row_status_t> raw(record.rows);
     for (auto &r : raw) r = {sizeof(kvblob_row_status_t), KVBLOB_ROW_PENDING, 0, 0};
-    const kvblob_status st = record.rows ? table->results(handle, op, 0, record.rows, raw.data()) : KVBLOB_OK;
+    const kvblob_status st = record.rows ? call(&kvblob_plugin_t::results, "results", KVBLOB_E_INTERNAL, handle, op,
+                                                 uint64_t{0}, record.rows, raw.data())
+                                          : KVBLOB_OK;
     std::vector<RowStatus> out(record.rows);
     if (!final) {  // rows may still be pending; nothing is final to check yet
         for (size_t i = 0; i < raw.size(); ++i)
@@ -317,8 +354,10 @@ std::string DriverCore::message(kvblob_op_t *op, uint64_t row)
             if (auto m = it->second.host_messages.find(row); m != it->second.host_messages.end()) return m->second;
     }
     char buf[512] = {0};
-    table->row_message(handle, op, row, buf, sizeof buf);
+    call(&kvblob_plugin_t::row_message, "row_message", uint32_t{0}, handle, op, row, static_cast<char *>(buf),
+         static_cast<uint32_t>(sizeof buf));
     buf[sizeof buf - 1] = '\0';
+    flush_thrown();
     return buf;
 }
 
@@ -328,7 +367,9 @@ kvblob_status DriverCore::cancel(kvblob_op_t *op)
         Locked locked(*this);
         if (auto it = ops_.find(op); it != ops_.end()) it->second.cancel_requested = true;
     }
-    return table->cancel(handle, op);
+    const kvblob_status st = call(&kvblob_plugin_t::cancel, "cancel", KVBLOB_E_INTERNAL, handle, op);
+    flush_thrown();
+    return st;
 }
 
 kvblob_status DriverCore::release(kvblob_op_t *op)
@@ -345,7 +386,7 @@ kvblob_status DriverCore::release_locked(kvblob_op_t *op)
         if (a == KVBLOB_ACCESS_UNPROVABLE) return KVBLOB_E_UNPROVABLE;  // kept for good (R-OPS-1)
         if (a != KVBLOB_ACCESS_ENDED || !observe_final(op, it->second)) return KVBLOB_E_BUSY;  // the driver is not asked
     }
-    kvblob_status st = table->release(handle, op);
+    kvblob_status st = call(&kvblob_plugin_t::release, "release", KVBLOB_E_INTERNAL, handle, op);
     if (st == KVBLOB_OK && it != ops_.end()) ops_.erase(it);
     return st;
 }
@@ -358,7 +399,7 @@ void DriverCore::abandon(kvblob_op_t *op)
         // Not final or access still open: stop what has not started and keep
         // the handle until shutdown, which releases it after its drain.
         if (auto it = ops_.find(op); it != ops_.end()) it->second.cancel_requested = true;
-        table->cancel(handle, op);
+        call(&kvblob_plugin_t::cancel, "cancel", KVBLOB_E_INTERNAL, handle, op);
         st = release_locked(op);
     }
     if (st == KVBLOB_E_BUSY || st == KVBLOB_E_UNPROVABLE) parked_.push_back(op);
@@ -477,7 +518,8 @@ Operation Driver::submit(OpKind kind, const kvblob_batch_t &batch)
 
 kvblob_status Driver::drain(std::chrono::nanoseconds timeout)
 {
-    return core_->table->drain(core_->handle, static_cast<uint64_t>(timeout.count()));
+    return core_->call(&kvblob_plugin_t::drain, "drain", KVBLOB_E_INTERNAL, core_->handle,
+                       static_cast<uint64_t>(timeout.count()));
 }
 
 kvblob_status Driver::shutdown(std::chrono::nanoseconds timeout)

@@ -67,7 +67,31 @@ public:
     kvblob_caps_t caps{};
     const kvblob_scenarios_t *scenarios = nullptr;
 
+    // Calls the driver's slot `field` of its table. No exception may cross
+    // the C ABI; one that does anyway is caught here, logged as MISBEHAVING,
+    // and the call answers `otherwise`, which always assumes nothing
+    // happened and nothing ended (refused, not final, access open, release
+    // and close refused): no memory a driver may touch is given back on the
+    // strength of a call that threw.
+    template <class Field, class R, class... A>
+    R call(Field kvblob_plugin_t::*field, const char *slot, R otherwise, A... args) noexcept
+    {
+        try {
+            return (table->*field)(args...);
+        } catch (const std::exception &e) {
+            threw(slot, e.what());
+        } catch (...) {
+            threw(slot, "an exception that is not a std::exception");
+        }
+        return otherwise;
+    }
+
 private:
+    // Records a thrown exception for the log; sent when mu_ is next released
+    // (or at once, by flush_thrown, where no lock follows the call).
+    void threw(const char *slot, const std::string &what) noexcept;
+    void flush_thrown();
+
     // Holds mu_. Log lines queued while it is held are sent after it is
     // released, so an engine's log sink may call back into the host.
     class Locked {
@@ -81,6 +105,7 @@ private:
             core_.queued_notes_.clear();
             lock_.unlock();
             for (const auto &[level, message] : notes) core_.note(level, message);
+            core_.flush_thrown();
         }
 
     private:
@@ -117,6 +142,8 @@ private:
     std::vector<kvblob_op_t *> parked_;
     std::vector<kvblob_region_t *> pinned_;
     std::vector<std::pair<kvblob_log_level, std::string>> queued_notes_;
+    std::mutex thrown_mu_;  // a leaf: never held while anything else is called
+    std::vector<std::string> thrown_;
     bool closed_ = false;
 };
 

@@ -250,7 +250,12 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     n.host_kvblob_version = KVBLOB_ABI_VERSION;
     const std::string offered = abi_version_text(n.host_min_abi_version) + ".." + abi_version_text(n.host_max_abi_version);
     trace(LoadStage::negotiate, file, "offering ABI " + offered);
-    kvblob_status st = entry(&n);
+    kvblob_status st = KVBLOB_E_INTERNAL;
+    try {
+        st = entry(&n);
+    } catch (...) {  // no exception may cross the C ABI
+        refuse(file, LoadStage::negotiate, {{"R-LOAD-3", "the entry threw a C++ exception across the C ABI"}});
+    }
     std::vector<LoadProblem> problems;
     const bool in_range = n.chosen_abi_version >= n.host_min_abi_version &&
                           n.chosen_abi_version <= n.host_max_abi_version;
@@ -325,7 +330,8 @@ Driver Plugin::open(const Options &options, LogSink log) const
     caps.struct_size = sizeof caps;
     char err[1024] = {0};
     kvblob_driver_t *handle = nullptr;
-    kvblob_status st = table_->open(&args, &caps, &handle, err, sizeof err);
+    kvblob_status st = core->call(&kvblob_plugin_t::open, "open", KVBLOB_E_INTERNAL, &args, &caps, &handle,
+                                  static_cast<char *>(err), static_cast<uint32_t>(sizeof err));
     err[sizeof err - 1] = '\0';
     if (st != KVBLOB_OK || !handle) {
         std::string reason = std::string("open answered ") + kvblob_status_name(st);
