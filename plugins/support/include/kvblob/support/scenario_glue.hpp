@@ -78,31 +78,37 @@ struct ScenarioGlue {
         return self(d)->echo_hint(op, buf, capacity);
     }
 
+    // Which hooks D implements.
+    static constexpr bool has_foreign_writer = requires(D &d, const std::string &s) { d.stage_foreign_writer(s); };
+    static constexpr bool has_full_pool = requires(D &d) { d.stage_full_pool(); };
+    static constexpr bool has_failing_read = requires(D &d, const std::string &s) { d.stage_failing_read(s); };
+    static constexpr bool has_held_get = requires(D &d, const std::string &s) { d.stage_held_get(s); };
+    static constexpr bool has_corrupt = requires(D &d, const std::string &s) { d.stage_corrupt(s); };
+    static constexpr bool has_unprovable = requires(D &d, const std::string &s) { d.stage_unprovable(s); };
+    static constexpr bool has_release = requires(D &d) { d.release_staged(); };
+    static constexpr bool has_advance = requires(D &d, kvblob_op_t *op) { d.advance(op, KVBLOB_STAGE_START); };
+    static constexpr bool has_echo_hint = requires(D &d, kvblob_op_t *op, void *b) { d.echo_hint(op, b, uint64_t{}); };
+
     static constexpr kvblob_scenarios_t table()
     {
         kvblob_scenarios_t t{};
         t.struct_size = sizeof(kvblob_scenarios_t);
-        if constexpr (requires(D &d, const std::string &s) { d.stage_foreign_writer(s); })
-            t.stage_foreign_writer = &foreign_writer;
-        if constexpr (requires(D &d) { d.stage_full_pool(); }) t.stage_full_pool = &full_pool;
-        if constexpr (requires(D &d, const std::string &s) { d.stage_failing_read(s); })
-            t.stage_failing_read = &failing_read;
-        if constexpr (requires(D &d, const std::string &s) { d.stage_held_get(s); }) t.stage_held_get = &held_get;
-        if constexpr (requires(D &d, const std::string &s) { d.stage_corrupt(s); }) t.stage_corrupt = &corrupt;
-        if constexpr (requires(D &d, const std::string &s) { d.stage_unprovable(s); })
-            t.stage_unprovable = &unprovable;
-        if constexpr (requires(D &d) { d.release_staged(); }) t.release_staged = &release;
-        if constexpr (requires(D &d, kvblob_op_t *op) { d.advance(op, KVBLOB_STAGE_START); }) t.advance = &advance;
-        if constexpr (requires(D &d, kvblob_op_t *op, void *b) { d.echo_hint(op, b, uint64_t{}); })
-            t.echo_hint = &echo_hint;
+        if constexpr (has_foreign_writer) t.stage_foreign_writer = &foreign_writer;
+        if constexpr (has_full_pool) t.stage_full_pool = &full_pool;
+        if constexpr (has_failing_read) t.stage_failing_read = &failing_read;
+        if constexpr (has_held_get) t.stage_held_get = &held_get;
+        if constexpr (has_corrupt) t.stage_corrupt = &corrupt;
+        if constexpr (has_unprovable) t.stage_unprovable = &unprovable;
+        if constexpr (has_release) t.release_staged = &release;
+        if constexpr (has_advance) t.advance = &advance;
+        if constexpr (has_echo_hint) t.echo_hint = &echo_hint;
         return t;
     }
     // Whether D stages anything at all (else the extension is not offered).
     static constexpr bool offers_any()
     {
-        constexpr kvblob_scenarios_t t = table();
-        return t.stage_foreign_writer || t.stage_full_pool || t.stage_failing_read || t.stage_held_get ||
-               t.stage_corrupt || t.stage_unprovable || t.release_staged || t.advance || t.echo_hint;
+        return has_foreign_writer || has_full_pool || has_failing_read || has_held_get || has_corrupt ||
+               has_unprovable || has_release || has_advance || has_echo_hint;
     }
     static constexpr kvblob_scenarios_t instance = table();
     // Whether this driver, as opened, can stage at all: D may say so with
