@@ -1,6 +1,7 @@
 #include "kvblob/host/driver.hpp"
 
 #include <algorithm>
+#include <future>
 #include <cstdio>
 #include <regex>
 #include <thread>
@@ -128,11 +129,39 @@ void DriverCore::pin(kvblob_region_t *region)
     pinned_.push_back(region);
 }
 
+kvblob_status DriverCore::bounded_drain(std::chrono::nanoseconds timeout)
+{
+    // The driver's drain runs on a thread of its own. One that overstays its
+    // own timeout by more than a grace (a slot that blocks) is left running
+    // there: this thread goes on, and everything the driver may still touch
+    // stays alive for the life of the process, its code pinned. The drain
+    // thread touches nothing of this object, which may be gone by then.
+    if (drain_blocked_.load()) return KVBLOB_E_TIMEOUT;  // it still has not returned: not asked again
+    auto result = std::make_shared<std::promise<kvblob_status>>();
+    auto answer = result->get_future();
+    std::thread([drain = table->drain, h = handle, ns = static_cast<uint64_t>(timeout.count()), result] {
+        kvblob_status st = KVBLOB_E_INTERNAL;
+        try {
+            st = drain(h, ns);
+        } catch (...) {  // reported below as a drain that did not succeed
+        }
+        result->set_value(st);
+    }).detach();
+    if (answer.wait_for(timeout + drain_grace) == std::future_status::ready) return answer.get();
+    drain_blocked_.store(true);
+    library->pin();
+    std::lock_guard lock(thrown_mu_);
+    thrown_.push_back("driver " + name + "'s drain did not return within its timeout and " +
+                      std::to_string(drain_grace.count()) +
+                      " s more; it is left running, and nothing it may touch is freed");
+    return KVBLOB_E_TIMEOUT;
+}
+
 kvblob_status DriverCore::shutdown(std::chrono::nanoseconds timeout)
 {
     Locked locked(*this);
     if (closed_ || !handle) return KVBLOB_OK;
-    kvblob_status st = call(&kvblob_plugin_t::drain, "drain", KVBLOB_E_INTERNAL, handle, static_cast<uint64_t>(timeout.count()));
+    kvblob_status st = bounded_drain(timeout);
     std::erase_if(parked_, [&](kvblob_op_t *op) { return release_locked(op) == KVBLOB_OK; });
     std::erase_if(pinned_, [&](kvblob_region_t *r) { return unregister_locked(r) == KVBLOB_OK; });
     // Close only when nothing is left that the driver may still touch.
@@ -518,8 +547,9 @@ Operation Driver::submit(OpKind kind, const kvblob_batch_t &batch)
 
 kvblob_status Driver::drain(std::chrono::nanoseconds timeout)
 {
-    return core_->call(&kvblob_plugin_t::drain, "drain", KVBLOB_E_INTERNAL, core_->handle,
-                       static_cast<uint64_t>(timeout.count()));
+    const kvblob_status st = core_->bounded_drain(timeout);
+    core_->flush_thrown();
+    return st;
 }
 
 kvblob_status Driver::shutdown(std::chrono::nanoseconds timeout)

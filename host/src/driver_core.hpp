@@ -9,6 +9,7 @@
 
 #include <kvblob/kvblob.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -86,11 +87,17 @@ public:
         return otherwise;
     }
 
+    // The driver's drain, bounded: E_TIMEOUT when the slot itself does not
+    // return in time (see driver.cpp); its log line waits for flush_thrown.
+    kvblob_status bounded_drain(std::chrono::nanoseconds timeout);
+    static constexpr std::chrono::seconds drain_grace{2};
+    // Sends the log lines of thrown exceptions and blocked slots.
+    void flush_thrown();
+
 private:
     // Records a thrown exception for the log; sent when mu_ is next released
     // (or at once, by flush_thrown, where no lock follows the call).
     void threw(const char *slot, const std::string &what) noexcept;
-    void flush_thrown();
 
     // Holds mu_. Log lines queued while it is held are sent after it is
     // released, so an engine's log sink may call back into the host.
@@ -144,6 +151,7 @@ private:
     std::vector<std::pair<kvblob_log_level, std::string>> queued_notes_;
     std::mutex thrown_mu_;  // a leaf: never held while anything else is called
     std::vector<std::string> thrown_;
+    std::atomic<bool> drain_blocked_{false};  // a drain never returned: never call it again
     bool closed_ = false;
 };
 
