@@ -20,16 +20,22 @@ Context::Context(const Plugin &plugin, Options options, std::string run_prefix, 
 
 void RegionLedger::remove(kvblob_driver_t *driver, kvblob_region_t *region)
 {
+    std::lock_guard lock(mu_);
     std::erase_if(entries_, [&](const Entry &e) { return e.driver == driver && e.region == region; });
 }
 
 void RegionLedger::unregister_all(const kvblob_plugin_t &table, kvblob_driver_t *driver)
 {
-    std::erase_if(entries_, [&](const Entry &e) {
-        if (e.driver != driver) return false;
-        table.unregister_region(driver, e.region);
-        return true;
-    });
+    std::vector<kvblob_region_t *> left;
+    {
+        std::lock_guard lock(mu_);
+        std::erase_if(entries_, [&](const Entry &e) {
+            if (e.driver != driver) return false;
+            left.push_back(e.region);
+            return true;
+        });
+    }
+    for (auto *region : left) table.unregister_region(driver, region);  // the driver is called unlocked
 }
 
 CheckDriver Context::open() const { return CheckDriver(plugin_.open(options_), ledger_); }

@@ -7,6 +7,7 @@
 #include <kvblob/kvblob.h>
 
 #include <chrono>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,9 +33,14 @@ Offer offer_of(const Driver &d);
 std::string missing_need(const Check &check, const Offer &offer);
 
 // Regions a check registered through Context::reg and has not unregistered.
+// Checks register from several threads at once (concurrency.threads).
 class RegionLedger {
 public:
-    void add(kvblob_driver_t *driver, kvblob_region_t *region) { entries_.push_back({driver, region}); }
+    void add(kvblob_driver_t *driver, kvblob_region_t *region)
+    {
+        std::lock_guard lock(mu_);
+        entries_.push_back({driver, region});
+    }
     void remove(kvblob_driver_t *driver, kvblob_region_t *region);
     // Unregisters (through table) every region left on driver; answers are
     // not judged here.
@@ -45,6 +51,7 @@ private:
         kvblob_driver_t *driver;
         kvblob_region_t *region;
     };
+    std::mutex mu_;
     std::vector<Entry> entries_;
 };
 
