@@ -147,7 +147,9 @@ kvblob_status DriverCore::bounded_drain(std::chrono::nanoseconds timeout)
         }
         result->set_value(st);
     }).detach();
-    if (answer.wait_for(timeout + drain_grace) == std::future_status::ready) return answer.get();
+    // Bounded by a year whatever the caller asked, so the sum cannot overflow.
+    const auto wait = std::min<std::chrono::nanoseconds>(timeout, std::chrono::hours(24 * 365)) + drain_grace;
+    if (answer.wait_for(wait) == std::future_status::ready) return answer.get();
     drain_blocked_.store(true);
     library->pin();
     std::lock_guard lock(thrown_mu_);
@@ -234,14 +236,15 @@ kvblob_status DriverCore::unregister_locked(kvblob_region_t *region)
 
 kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
 {
-    decltype(table->put) slot = nullptr;
+    auto field = &kvblob_plugin_t::put;  // the four slots share one signature
+    bool declared = true;
     switch (kind) {
-    case OpKind::put: slot = table->put; break;
-    case OpKind::get: slot = table->get; break;
-    case OpKind::probe: slot = (caps.flags & KVBLOB_CAP_PROBE) ? table->probe : nullptr; break;
-    case OpKind::remove: slot = (caps.flags & KVBLOB_CAP_REMOVE) ? table->remove : nullptr; break;
+    case OpKind::put: field = &kvblob_plugin_t::put; break;
+    case OpKind::get: field = &kvblob_plugin_t::get; break;
+    case OpKind::probe: field = &kvblob_plugin_t::probe, declared = caps.flags & KVBLOB_CAP_PROBE; break;
+    case OpKind::remove: field = &kvblob_plugin_t::remove, declared = caps.flags & KVBLOB_CAP_REMOVE; break;
     }
-    if (!slot)
+    if (!declared || !(table->*field))
         throw CallError(KVBLOB_E_UNSUPPORTED, "R-CAP-1",
                         std::string(to_string(kind)) + " is not declared by driver " + name);
     AdmissionVerdict verdict;
@@ -260,16 +263,8 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
     }
     char err[512] = {0};
     kvblob_op_t *op = nullptr;
-    kvblob_status st = KVBLOB_E_INTERNAL;
-    try {
-        st = slot(handle, &batch, &op, err, sizeof err);
-    } catch (const std::exception &e) {
-        threw(to_string(kind), e.what());
-        op = nullptr;
-    } catch (...) {
-        threw(to_string(kind), "an exception that is not a std::exception");
-        op = nullptr;
-    }
+    kvblob_status st = call(field, to_string(kind), KVBLOB_E_INTERNAL, handle, &batch, &op, static_cast<char *>(err),
+                            static_cast<uint32_t>(sizeof err));
     err[sizeof err - 1] = '\0';
     Locked locked(*this);
     if (st != KVBLOB_OK || !op) {
