@@ -3,21 +3,17 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kvblob/support/device_copy.hpp"
+
 #if defined(KVBLOB_HAVE_CUDA)
 #include <cuda_runtime_api.h>
 #endif
 
 namespace kvblob::bench {
 
+
 #if defined(KVBLOB_HAVE_CUDA)
 
-std::string device_unavailable()
-{
-    int count = 0;
-    const cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) return std::string("no CUDA device (") + cudaGetErrorString(e) + ")";
-    return count > 0 ? std::string() : "no CUDA device";
-}
 
 bool cuda_copy(void *dst, const void *src, size_t n, bool to_device)
 {
@@ -31,7 +27,7 @@ LaneMemory::LaneMemory(size_t size, bool device) : size_(size), device_(device)
         data_ = host_.data();
         return;
     }
-    if (const std::string why = device_unavailable(); !why.empty()) throw std::runtime_error(why);
+    if (const std::string why = support::cuda_unavailable_reason(); !why.empty()) throw std::runtime_error(why);
     if (cudaMalloc(reinterpret_cast<void **>(&data_), size) != cudaSuccess)
         throw std::runtime_error("cudaMalloc of " + std::to_string(size) + " bytes failed");
 }
@@ -57,12 +53,11 @@ std::vector<uint8_t> LaneMemory::download() const
 
 #else  // built without the CUDA Toolkit
 
-std::string device_unavailable() { return "no CUDA device (kvblob-bench was built without the CUDA Toolkit)"; }
 bool cuda_copy(void *, const void *, size_t, bool) { return false; }
 
 LaneMemory::LaneMemory(size_t size, bool device) : size_(size), device_(device)
 {
-    if (device) throw std::runtime_error(device_unavailable());
+    if (device) throw std::runtime_error(support::cuda_unavailable_reason());
     host_.resize(size);
     data_ = host_.data();
 }

@@ -32,9 +32,6 @@ private:
     std::vector<uint8_t> host_;
 };
 
-// Why device memory cannot be benchmarked here; empty when it can.
-std::string device_unavailable();
-
 // cudaMemcpy of n bytes between device and host memory, one way; false when
 // CUDA fails.
 bool cuda_copy(void *dst, const void *src, size_t n, bool to_device);

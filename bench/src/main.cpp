@@ -12,6 +12,7 @@
 
 #include "baseline.hpp"
 #include "driver_lane.hpp"
+#include "kvblob/support/device_copy.hpp"
 #include "lane_memory.hpp"
 #include "kvblob/cli/plugin_flags.hpp"
 #include "kvblob/host/load_error.hpp"
@@ -92,7 +93,7 @@ int main(int argc, char **argv)
     info.byte_budget = budget.bytes;
     const bool device = memory_kind == "device";
     if (device) {
-        if (const std::string why = device_unavailable(); !why.empty()) {
+        if (const std::string why = support::cuda_unavailable_reason(); !why.empty()) {
             std::cerr << "kvblob-bench: --memory device: " << why << "\n";
             return 3;
         }

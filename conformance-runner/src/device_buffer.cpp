@@ -2,11 +2,14 @@
 
 #include <stdexcept>
 
+#include "kvblob/support/device_copy.hpp"
+
 #if defined(KVBLOB_HAVE_CUDA)
 #include <cuda_runtime_api.h>
 #endif
 
 namespace kvblob::conformance {
+
 
 #if defined(KVBLOB_HAVE_CUDA)
 
@@ -19,13 +22,6 @@ void check(cudaError_t e, const char *what)
 
 }  // namespace
 
-std::string device_unavailable()
-{
-    int count = 0;
-    const cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) return std::string("no CUDA device (") + cudaGetErrorString(e) + ")";
-    return count > 0 ? std::string() : "no CUDA device";
-}
 
 DeviceBuffer::DeviceBuffer(size_t size) : size_(size)
 {
@@ -62,8 +58,7 @@ bool DeviceBuffer::canary_intact() const
 
 #else  // built without the CUDA Toolkit
 
-std::string device_unavailable() { return "no CUDA device (kvblob-conformance was built without the CUDA Toolkit)"; }
-DeviceBuffer::DeviceBuffer(size_t size) : size_(size) { throw std::runtime_error(device_unavailable()); }
+DeviceBuffer::DeviceBuffer(size_t size) : size_(size) { throw std::runtime_error(support::cuda_unavailable_reason()); }
 DeviceBuffer::~DeviceBuffer() = default;
 void DeviceBuffer::upload(const std::vector<uint8_t> &) {}
 std::vector<uint8_t> DeviceBuffer::download() const { return {}; }

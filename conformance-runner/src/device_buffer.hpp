@@ -12,9 +12,6 @@
 
 namespace kvblob::conformance {
 
-// Why device checks cannot run here; empty when a CUDA device is present.
-std::string device_unavailable();
-
 class DeviceBuffer {
 public:
     static constexpr size_t canary_bytes = 4096;

@@ -132,25 +132,24 @@ void MooncakeDriver::run(Op &op)
 
 namespace {
 
-// One batch call's arguments: keys as C strings, the rows' single spans.
-struct BatchArgs {
-    std::vector<std::string> keys;
-    std::vector<const char *> key_ptrs;
-    std::vector<void *> buffers;
-    std::vector<size_t> sizes;
-};
-
 }  // namespace
 
-void MooncakeDriver::put(Op &op, const std::vector<size_t> &rows)
+MooncakeDriver::BatchArgs MooncakeDriver::batch_args(const Op &op, const std::vector<size_t> &rows) const
 {
     BatchArgs a;
     for (size_t i : rows) {
         a.keys.push_back(store_key(op.rows[i].key));
+        if (op.rows[i].spans.empty()) continue;  // probe, remove: keys alone
         a.buffers.push_back(op.rows[i].spans[0].data);
         a.sizes.push_back(op.rows[i].spans[0].length);
     }
-    for (const auto &k : a.keys) a.key_ptrs.push_back(k.c_str());
+    for (const auto &k : a.keys) a.key_ptrs.push_back(k.c_str());  // keys no longer move
+    return a;
+}
+
+void MooncakeDriver::put(Op &op, const std::vector<size_t> &rows)
+{
+    BatchArgs a = batch_args(op, rows);
     std::vector<int> results(rows.size(), 0);
     ReplicateConfig config{replicas_, 0, 0, nullptr, 0};
     api_.batch_put_from(store_, a.key_ptrs.data(), a.buffers.data(), a.sizes.data(), rows.size(), &config,
@@ -171,13 +170,7 @@ void MooncakeDriver::put(Op &op, const std::vector<size_t> &rows)
 
 void MooncakeDriver::get(Op &op, const std::vector<size_t> &rows)
 {
-    BatchArgs a;
-    for (size_t i : rows) {
-        a.keys.push_back(store_key(op.rows[i].key));
-        a.buffers.push_back(op.rows[i].spans[0].data);
-        a.sizes.push_back(op.rows[i].spans[0].length);
-    }
-    for (const auto &k : a.keys) a.key_ptrs.push_back(k.c_str());
+    BatchArgs a = batch_args(op, rows);
     std::vector<int64_t> read(rows.size(), 0);
     api_.batch_get_into(store_, a.key_ptrs.data(), a.buffers.data(), a.sizes.data(), rows.size(), read.data());
     for (size_t k = 0; k < rows.size(); ++k) {
@@ -190,12 +183,9 @@ void MooncakeDriver::get(Op &op, const std::vector<size_t> &rows)
 
 void MooncakeDriver::probe(Op &op, const std::vector<size_t> &rows)
 {
-    std::vector<std::string> keys;
-    std::vector<const char *> ptrs;
-    for (size_t i : rows) keys.push_back(store_key(op.rows[i].key));
-    for (const auto &k : keys) ptrs.push_back(k.c_str());
+    BatchArgs a = batch_args(op, rows);
     std::vector<int> exists(rows.size(), 0);
-    api_.batch_is_exist(store_, ptrs.data(), ptrs.size(), exists.data());
+    api_.batch_is_exist(store_, a.key_ptrs.data(), a.key_ptrs.size(), exists.data());
     for (size_t k = 0; k < rows.size(); ++k) {
         Answer answer = probe_answer(exists[k]);
         set_row(op, rows[k], answer.result, exists[k] < 0 ? exists[k] : 0, std::move(answer.message));

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "store_api.hpp"
 
@@ -51,6 +52,16 @@ private:
     MooncakeDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
                    std::unique_ptr<StoreLibrary> library, mooncake_store_t store, unsigned replicas,
                    std::string prefix, unsigned workers);
+
+    // One batch call's arguments: keys as C strings, and the rows' single
+    // spans (none for probe and remove).
+    struct BatchArgs {
+        std::vector<std::string> keys;
+        std::vector<const char *> key_ptrs;
+        std::vector<void *> buffers;
+        std::vector<size_t> sizes;
+    };
+    BatchArgs batch_args(const Op &op, const std::vector<size_t> &rows) const;
 
     void run(Op &op);
     void put(Op &op, const std::vector<size_t> &rows);

@@ -62,12 +62,17 @@ thread_local Staging staging;
 
 }  // namespace
 
+std::string cuda_unavailable_reason()
+{
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) return std::string("no CUDA device (") + cudaGetErrorString(e) + ")";
+    return count > 0 ? std::string() : "no CUDA device";
+}
+
 bool cuda_device_present()
 {
-    static const bool present = [] {
-        int count = 0;
-        return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-    }();
+    static const bool present = cuda_unavailable_reason().empty();
     return present;
 }
 
@@ -117,6 +122,7 @@ bool host_to_device(uint8_t *dst, size_t n, int ordinal, const std::function<voi
 #else  // built without the CUDA Toolkit
 
 bool cuda_device_present() { return false; }
+std::string cuda_unavailable_reason() { return "no CUDA device (kvblob was built without the CUDA Toolkit)"; }
 
 bool device_to_host(const uint8_t *, size_t, int, const std::function<void(const uint8_t *, size_t)> &,
                     std::string &error)

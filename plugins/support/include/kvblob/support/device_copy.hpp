@@ -15,6 +15,8 @@ namespace kvblob::support {
 
 // Whether this process sees at least one CUDA device.
 bool cuda_device_present();
+// Why it does not ("no CUDA device (...)"); empty when it does.
+std::string cuda_unavailable_reason();
 
 // Copies n bytes of device memory at src (on device ordinal) to the host,
 // handing each staged chunk, in order, to consume. False, with error set,
