@@ -5,8 +5,10 @@
  * stores that hold its KV-cache blocks. A store vendor compiles a driver
  * against these headers alone and ships a shared object that exports
  * kvblob_plugin_negotiate (entry.h); an engine loads it through the host
- * library. The behaviour every driver promises is contract.md, rule by rule
- * (R-... ids cited throughout).
+ * library. The behaviour every driver promises is the contract, rule by
+ * rule (R-... ids cited throughout): docs/contract.md in the source tree,
+ * share/doc/kvblob/contract.md under the install prefix. Every other header
+ * that says "contract.md" means that file.
  */
 #ifndef KVBLOB_KVBLOB_H
 #define KVBLOB_KVBLOB_H

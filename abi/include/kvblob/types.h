@@ -105,8 +105,8 @@ typedef struct kvblob_batch {
 
 /* ---- Results ------------------------------------------------------------ */
 
-/* A row's result; the table in contract.md says which are valid for which
- * operation kind (R-ROW-1). */
+/* A row's result; the table in share/doc/kvblob/contract.md says which are
+ * valid for which operation kind (R-ROW-1). */
 typedef int32_t kvblob_row_result;
 /* Not final yet; never the result of a row of a final operation. */
 #define KVBLOB_ROW_PENDING 0
