@@ -1,7 +1,8 @@
 // The host's check of a driver's answers: a result out of range, one that
-// is not valid for the operation, CANCELLED for a row nobody cancelled, or a
-// final result that changes becomes FAULT (or keeps its first value), and
-// the caller learns which rule the driver broke. Internal to the host.
+// is not valid for the operation, or CANCELLED for a row nobody cancelled
+// becomes FAULT; a final result that changes keeps its first value (results
+// never change once final, R-ROW-1: the engine may have acted on it). The
+// caller learns which rule the driver broke. Internal to the host.
 #pragma once
 
 #include <kvblob/kvblob.h>

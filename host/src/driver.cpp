@@ -268,12 +268,32 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
     err[sizeof err - 1] = '\0';
     Locked locked(*this);
     if (st != KVBLOB_OK || !op) {
-        for (auto *r : verdict.regions) --regions_[r].open_ops;
+        // Only a refusal certifies that no memory was touched (R-ADM-1). A
+        // slot that threw (taken as E_INTERNAL by call()) or answered any
+        // other failure proves nothing: the memory its spans name stays
+        // registered for good, as after unprovable access (R-REG-2).
+        const bool refused = st == KVBLOB_E_REJECTED || st == KVBLOB_E_CLOSED;
+        for (auto *r : verdict.regions) {
+            --regions_[r].open_ops;
+            if (!refused) regions_[r].pinned = true;
+        }
         std::smatch rule;
         const std::string text = err;
         const bool cited = std::regex_search(text, rule, std::regex(R"(R-[A-Z]+-[0-9]+)"));
-        throw CallError(st == KVBLOB_OK ? KVBLOB_E_INTERNAL : st, cited ? rule.str() : "R-ADM-1",
-                        std::string(to_string(kind)) + " refused by driver " + name + ": " + text);
+        std::string what = std::string(to_string(kind)) + " refused by driver " + name + ": " + text;
+        if (!refused) {
+            const std::string answer = st == KVBLOB_OK ? std::string("OK without an operation") : kvblob_status_name(st);
+            if (!verdict.regions.empty())
+                queue_note(KVBLOB_LOG_MISBEHAVING,
+                           "driver " + name + " broke R-ADM-1: its " + to_string(kind) + " answered " + answer +
+                               ", not a refusal (REJECTED or CLOSED): nothing proves its memory was left alone, so its " +
+                               std::to_string(verdict.regions.size()) +
+                               " region(s) stay registered and their memory must stay alive for the life of the "
+                               "process (R-REG-2)");
+            what = std::string(to_string(kind)) + " failed in driver " + name + " (" + answer + ": " + text +
+                   "); not a refusal, so the regions it names stay held for good (R-ADM-1)";
+        }
+        throw CallError(st == KVBLOB_OK ? KVBLOB_E_INTERNAL : st, cited ? rule.str() : "R-ADM-1", what);
     }
     OpRecord record;
     record.kind = kind;
@@ -308,13 +328,20 @@ kvblob_access DriverCore::observe_access(kvblob_op_t *op, OpRecord &record)
     return a;
 }
 
+DriverCore::OpRecord &DriverCore::record_of(kvblob_op_t *op, const char *member)
+{
+    auto it = ops_.find(op);
+    if (it == ops_.end())
+        throw CallError(KVBLOB_E_INVALID, "R-OPS-1",
+                        std::string(member) + ": not an operation the host holds for driver " + name +
+                            " (released, or never admitted); the driver is not asked");
+    return it->second;
+}
+
 bool DriverCore::is_final(kvblob_op_t *op)
 {
     Locked locked(*this);
-    auto it = ops_.find(op);
-    if (it != ops_.end()) return observe_final(op, it->second);
-    uint32_t fin = 0;
-    return call(&kvblob_plugin_t::poll, "poll", KVBLOB_E_INTERNAL, handle, op, &fin) == KVBLOB_OK && fin != 0;
+    return observe_final(op, record_of(op, "is_final"));
 }
 
 bool DriverCore::observe_final(kvblob_op_t *op, OpRecord &record)
@@ -334,17 +361,13 @@ bool DriverCore::observe_final(kvblob_op_t *op, OpRecord &record)
 kvblob_access DriverCore::access(kvblob_op_t *op)
 {
     Locked locked(*this);
-    auto it = ops_.find(op);
-    return it == ops_.end() ? call(&kvblob_plugin_t::access, "access", KVBLOB_ACCESS_OPEN, handle, op)
-                             : observe_access(op, it->second);
+    return observe_access(op, record_of(op, "access"));
 }
 
 std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
 {
     Locked locked(*this);
-    auto it = ops_.find(op);
-    if (it == ops_.end()) return {};
-    OpRecord &record = it->second;
+    OpRecord &record = record_of(op, "results");
     const bool final = observe_final(op, record);
     std::vector<kvblob_row_status_t> raw(record.rows);
     for (auto &r : raw) r = {sizeof(kvblob_row_status_t), KVBLOB_ROW_PENDING, 0, 0};
@@ -374,8 +397,12 @@ std::string DriverCore::message(kvblob_op_t *op, uint64_t row)
 {
     {
         Locked locked(*this);
-        if (auto it = ops_.find(op); it != ops_.end())
-            if (auto m = it->second.host_messages.find(row); m != it->second.host_messages.end()) return m->second;
+        const OpRecord &record = record_of(op, "message");
+        if (row >= record.rows)
+            throw CallError(KVBLOB_E_INVALID, "R-ROW-1",
+                            "message: row " + std::to_string(row) + " is outside the operation's " +
+                                std::to_string(record.rows) + " row(s); driver " + name + " is not asked");
+        if (auto m = record.host_messages.find(row); m != record.host_messages.end()) return m->second;
     }
     char buf[512] = {0};
     call(&kvblob_plugin_t::row_message, "row_message", uint32_t{0}, handle, op, row, static_cast<char *>(buf),
@@ -389,7 +416,7 @@ kvblob_status DriverCore::cancel(kvblob_op_t *op)
 {
     {
         Locked locked(*this);
-        if (auto it = ops_.find(op); it != ops_.end()) it->second.cancel_requested = true;
+        record_of(op, "cancel").cancel_requested = true;
     }
     const kvblob_status st = call(&kvblob_plugin_t::cancel, "cancel", KVBLOB_E_INTERNAL, handle, op);
     flush_thrown();
@@ -405,13 +432,12 @@ kvblob_status DriverCore::release(kvblob_op_t *op)
 kvblob_status DriverCore::release_locked(kvblob_op_t *op)
 {
     auto it = ops_.find(op);
-    if (it != ops_.end()) {
-        const kvblob_access a = observe_access(op, it->second);
-        if (a == KVBLOB_ACCESS_UNPROVABLE) return KVBLOB_E_UNPROVABLE;  // kept for good (R-OPS-1)
-        if (a != KVBLOB_ACCESS_ENDED || !observe_final(op, it->second)) return KVBLOB_E_BUSY;  // the driver is not asked
-    }
+    if (it == ops_.end()) return KVBLOB_E_INVALID;  // not the host's (any more): the driver is not asked
+    const kvblob_access a = observe_access(op, it->second);
+    if (a == KVBLOB_ACCESS_UNPROVABLE) return KVBLOB_E_UNPROVABLE;  // kept for good (R-OPS-1)
+    if (a != KVBLOB_ACCESS_ENDED || !observe_final(op, it->second)) return KVBLOB_E_BUSY;  // the driver is not asked
     kvblob_status st = call(&kvblob_plugin_t::release, "release", KVBLOB_E_INTERNAL, handle, op);
-    if (st == KVBLOB_OK && it != ops_.end()) ops_.erase(it);
+    if (st == KVBLOB_OK) ops_.erase(it);
     return st;
 }
 
@@ -474,7 +500,10 @@ Operation::Operation(std::shared_ptr<DriverCore> core, kvblob_op_t *handle, uint
 {
 }
 Operation::Operation(Operation &&o) noexcept
-    : core_(std::move(o.core_)), handle_(std::exchange(o.handle_, nullptr)), rows_(o.rows_)
+    : core_(std::move(o.core_)),
+      handle_(std::exchange(o.handle_, nullptr)),
+      rows_(o.rows_),
+      released_(std::exchange(o.released_, false))
 {
 }
 Operation &Operation::operator=(Operation &&o) noexcept
@@ -484,6 +513,7 @@ Operation &Operation::operator=(Operation &&o) noexcept
         core_ = std::move(o.core_);
         handle_ = std::exchange(o.handle_, nullptr);
         rows_ = o.rows_;
+        released_ = std::exchange(o.released_, false);
     }
     return *this;
 }
@@ -496,19 +526,33 @@ void Operation::abandon() noexcept
     handle_ = nullptr;
 }
 
+DriverCore &Operation::owned(const char *member) const
+{
+    if (!handle_)
+        throw CallError(KVBLOB_E_INVALID, "R-OPS-1",
+                        std::string("Operation::") + member + "() on " +
+                            (released_ ? "an operation already released: after release the handle is dead"
+                                       : "an object that holds no operation (moved from, or default-constructed)") +
+                            "; no driver is asked");
+    return *core_;
+}
+
 kvblob_status Operation::release()
 {
-    if (!handle_) return KVBLOB_E_INVALID;
-    kvblob_status st = core_->release(handle_);
-    if (st == KVBLOB_OK) handle_ = nullptr;
+    kvblob_status st = owned("release").release(handle_);
+    if (st == KVBLOB_OK) {
+        handle_ = nullptr;
+        released_ = true;
+    }
     return st;
 }
 
-bool Operation::is_final() const { return core_->is_final(handle_); }
-kvblob_access Operation::access() const { return core_->access(handle_); }
+bool Operation::is_final() const { return owned("is_final").is_final(handle_); }
+kvblob_access Operation::access() const { return owned("access").access(handle_); }
 
 bool Operation::wait(std::chrono::milliseconds timeout) const
 {
+    (void)owned("wait");
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     auto pause = std::chrono::microseconds(1);
     while (!(is_final() && access() != KVBLOB_ACCESS_OPEN)) {
@@ -519,9 +563,9 @@ bool Operation::wait(std::chrono::milliseconds timeout) const
     return true;
 }
 
-std::vector<RowStatus> Operation::results() const { return core_->results(handle_); }
-std::string Operation::message(uint64_t row) const { return core_->message(handle_, row); }
-kvblob_status Operation::cancel() const { return core_->cancel(handle_); }
+std::vector<RowStatus> Operation::results() const { return owned("results").results(handle_); }
+std::string Operation::message(uint64_t row) const { return owned("message").message(handle_, row); }
+kvblob_status Operation::cancel() const { return owned("cancel").cancel(handle_); }
 
 // ---- Driver ---------------------------------------------------------------
 

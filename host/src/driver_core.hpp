@@ -140,6 +140,10 @@ private:
     // driver answers later (which is logged).
     bool observe_final(kvblob_op_t *op, OpRecord &record);
     kvblob_status release_locked(kvblob_op_t *op);
+    // Caller holds mu_. The host's record of op; throws CallError (R-OPS-1)
+    // for a handle the host does not hold, so no dead handle reaches the
+    // driver.
+    OpRecord &record_of(kvblob_op_t *op, const char *member);
     kvblob_status unregister_locked(kvblob_region_t *region);
 
     std::unique_ptr<Services> services_;

@@ -69,6 +69,10 @@ struct RowStatus {
 // results are final and access ended; otherwise it cancels and hands the
 // handle to the driver object, which releases it after its drain, or keeps
 // it for good when access is unprovable.
+//
+// Once released (or moved from, or default-constructed) the object holds no
+// handle, and every member that would ask the driver throws CallError
+// (E_INVALID, R-OPS-1) saying why: the driver never sees a dead handle.
 class Operation {
 public:
     Operation() = default;
@@ -82,7 +86,13 @@ public:
     kvblob_access access() const;
     // Waits until final and access no longer open, polling; false on timeout.
     bool wait(std::chrono::milliseconds timeout) const;
+    // Each row's result; PENDING rows while not final. Once final, results
+    // never change (R-ROW-1): the first final answer stands for good, and a
+    // driver that later answers otherwise is logged as MISBEHAVING and the
+    // row's message says so.
     std::vector<RowStatus> results() const;
+    // The driver's message for row (or the host's, for a row whose answer it
+    // overruled). A row outside the operation is refused (CallError).
     std::string message(uint64_t row) const;
     kvblob_status cancel() const;
     // Releases the handle now (R-OPS-1): KVBLOB_OK once results are final and
@@ -94,9 +104,13 @@ private:
     friend class Driver;
     Operation(std::shared_ptr<DriverCore> core, kvblob_op_t *handle, uint64_t rows);
     void abandon() noexcept;
+    // The core to ask about handle_; throws CallError naming member when
+    // this object holds no handle.
+    DriverCore &owned(const char *member) const;
     std::shared_ptr<DriverCore> core_;
     kvblob_op_t *handle_ = nullptr;
     uint64_t rows_ = 0;
+    bool released_ = false;  // emptied by release(), not by a move
 };
 
 class Driver {
