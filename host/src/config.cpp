@@ -108,6 +108,7 @@ DriverConfig read_driver_config(const fs::path &file)
         for (const auto &[key, value] : entries) {
             const std::string k(key->str());
             config.options.emplace_back(k, scalar_text(file, k, *value));
+            config.option_positions.push_back({value->source().begin.line, value->source().begin.column});
         }
     }
     return config;
@@ -121,6 +122,37 @@ Plugin load_configured_plugin(const DriverConfig &config)
         auto problems = e.problems();
         for (auto &p : problems) p.reason += " (driver named in " + config.file.string() + ")";
         throw LoadError(e.file(), e.stage(), std::move(problems), e.dlerror_text());
+    }
+}
+
+Driver open_configured_driver(const Plugin &plugin, const DriverConfig &config, const Options &extra, LogSink log)
+{
+    Options all = config.options;
+    all.insert(all.end(), extra.begin(), extra.end());
+    try {
+        return plugin.open(all, std::move(log));
+    } catch (const LoadError &e) {
+        if (e.stage() != LoadStage::init || e.rule() != "R-OPN-1") throw;
+        // The option the driver's message names first (R-OPN-1 says it names
+        // one): quoted, as drivers write it ('workers'), or else bare.
+        const std::string &said = e.problems().front().reason;
+        size_t best = std::string::npos, which = 0;
+        for (const bool quoted : {true, false}) {
+            for (size_t i = 0; i < config.options.size(); ++i) {
+                const std::string &key = config.options[i].first;
+                const size_t at = said.find(quoted ? "'" + key + "'" : key);
+                if (at < best) best = at, which = i;
+            }
+            if (best != std::string::npos) break;
+        }
+        const bool overridden = best != std::string::npos &&
+                                std::any_of(extra.begin(), extra.end(),
+                                            [&](const auto &o) { return o.first == config.options[which].first; });
+        if (best == std::string::npos || overridden) throw;  // not the file's value that was refused
+        const ConfigPosition at = which < config.option_positions.size() ? config.option_positions[which] : ConfigPosition{};
+        throw ConfigError(config.file, at.line, at.column,
+                          "option '" + config.options[which].first + "' = \"" + config.options[which].second +
+                              "\" refused by driver " + plugin.name() + " (" + e.file() + "): [R-OPN-1] " + said);
     }
 }
 

@@ -133,3 +133,38 @@ TEST_CASE("a relative plugin path is relative to the config file")
     ConfigFile f("[driver]\npath = \"drivers/libkvblob_x.so\"\n");
     CHECK(kvblob::read_driver_config(f.path).driver == (f.dir / "drivers/libkvblob_x.so").string());
 }
+
+TEST_CASE("an option value the driver refuses is reported at its line in the file (R-OPN-1)")
+{
+    ConfigFile f("[driver]\nname = \"memory\"\n\n[driver.options]\nmode = \"blocking\"\nworkers = \"many\"\n");
+    const auto c = kvblob::read_driver_config(f.path);
+    const auto plugin = kvblob::load_configured_plugin(c);
+    try {
+        kvblob::open_configured_driver(plugin, c);
+        FAIL("opened");
+    } catch (const kvblob::ConfigError &e) {
+        CHECK(e.file() == fs::absolute(f.path));
+        CHECK(e.line() == 6);
+        CHECK(e.column() == 11);
+        const std::string what = e.what();
+        CHECK_MESSAGE(what.find(f.path.string() + ":6:11: option 'workers' = \"many\" refused by driver memory") !=
+                          std::string::npos,
+                      what);
+        CHECK(what.find("R-OPN-1") != std::string::npos);
+    }
+    // The same value given by the caller, not the file: the loader's own error.
+    ConfigFile good("[driver]\nname = \"memory\"\n[driver.options]\nmode = \"blocking\"\n");
+    const auto g = kvblob::read_driver_config(good.path);
+    CHECK_THROWS_AS(kvblob::open_configured_driver(plugin, g, {{"workers", "many"}}), kvblob::LoadError);
+    CHECK_NOTHROW(kvblob::open_configured_driver(plugin, g));
+    // An unknown option in the file is named where it stands too.
+    ConfigFile unknown("[driver]\nname = \"memory\"\n[driver.options]\nwrokers = 2\n");
+    const auto u = kvblob::read_driver_config(unknown.path);
+    try {
+        kvblob::open_configured_driver(plugin, u);
+        FAIL("opened");
+    } catch (const kvblob::ConfigError &e) {
+        CHECK(e.line() == 4);
+        CHECK(std::string(e.what()).find("unknown option 'wrokers'") != std::string::npos);
+    }
+}

@@ -36,10 +36,16 @@ private:
     unsigned line_, column_;
 };
 
+// Where something stands in a config file (1-based; 0 when unknown).
+struct ConfigPosition {
+    unsigned line = 0, column = 0;
+};
+
 struct DriverConfig {
     std::filesystem::path file;  // where it was read from
     std::string driver;          // a plugin path, or a short name
     Options options;
+    std::vector<ConfigPosition> option_positions;  // of each option's value, parallel to options
     std::vector<std::filesystem::path> search_path;  // absolute
     std::string sha256;                              // empty: not pinned
     bool allow_untrusted_file = false;
@@ -51,5 +57,13 @@ DriverConfig read_driver_config(const std::filesystem::path &file);
 // Loads the plugin config names. A plugin that is missing or refused is a
 // LoadError whose reasons also name the config file.
 Plugin load_configured_plugin(const DriverConfig &config);
+
+// Opens a driver of plugin with config's options, then extra (a later value
+// of one option wins in the driver). When the driver refuses an option of
+// the file's (R-OPN-1: its message names the option), that is a
+// ConfigError at the option's line and column, like every other mistake in
+// the file; any other refusal is the loader's LoadError.
+Driver open_configured_driver(const Plugin &plugin, const DriverConfig &config, const Options &extra = {},
+                              LogSink log = {});
 
 }  // namespace kvblob
