@@ -57,7 +57,7 @@ TEST_CASE("block keys chain: a shared prefix shares keys, and a change alters ev
 TEST_CASE("resume bound: the delivered prefix, stopping at the first block not READY")
 {
     using kvblob::resume_bound;
-    CHECK(resume_bound({}) == 0);
+    CHECK(resume_bound(std::vector<kvblob::RowStatus>{}) == 0);
     CHECK(resume_bound(statuses({KVBLOB_ROW_READY, KVBLOB_ROW_READY, KVBLOB_ROW_READY})) == 3);
     CHECK(resume_bound(statuses({KVBLOB_ROW_READY, KVBLOB_ROW_FAULT, KVBLOB_ROW_READY})) == 1);
     CHECK(resume_bound(statuses({KVBLOB_ROW_MISS, KVBLOB_ROW_READY})) == 0);
@@ -76,21 +76,22 @@ TEST_CASE("publish, probe and fetch blocks through a driver, with the resume bou
     std::vector<uint64_t> offsets;
     for (uint64_t i = 0; i < 8; ++i) offsets.push_back(i * block);
     auto &d = h.driver();
+    kvblob::SlotLedger ledger;
 
     SUBCASE("all READY")
     {
-        auto put = kvblob::transfer_blocks(d, OpKind::put, keys, src.handle(), offsets, block, 10s);
+        auto put = kvblob::transfer_blocks(d, OpKind::put, keys, src.handle(), offsets, block, 10s, ledger);
         CHECK(kvblob::resume_bound(put) == 8);
         CHECK(kvblob::stored_prefix(d, keys, 10s) == 8);
-        auto got = kvblob::transfer_blocks(d, OpKind::get, keys, dst.handle(), offsets, block, 10s);
+        auto got = kvblob::transfer_blocks(d, OpKind::get, keys, dst.handle(), offsets, block, 10s, ledger);
         CHECK(kvblob::resume_bound(got) == 8);
         CHECK(dst.bytes == src.bytes);
     }
     SUBCASE("a fault in the middle")
     {
-        kvblob::transfer_blocks(d, OpKind::put, keys, src.handle(), offsets, block, 10s);
+        kvblob::transfer_blocks(d, OpKind::put, keys, src.handle(), offsets, block, 10s, ledger);
         REQUIRE(h.hook(h.hooks().stage_failing_read, keys[5]) == KVBLOB_OK);
-        auto got = kvblob::transfer_blocks(d, OpKind::get, keys, dst.handle(), offsets, block, 10s);
+        auto got = kvblob::transfer_blocks(d, OpKind::get, keys, dst.handle(), offsets, block, 10s, ledger);
         CHECK(kvblob::resume_bound(got) == 5);
         CHECK(std::memcmp(dst.bytes.data(), src.bytes.data(), 5 * block) == 0);
     }
@@ -98,16 +99,16 @@ TEST_CASE("publish, probe and fetch blocks through a driver, with the resume bou
     {
         std::vector<std::string> later(keys.begin() + 1, keys.end());
         std::vector<uint64_t> later_offsets(offsets.begin() + 1, offsets.end());
-        kvblob::transfer_blocks(d, OpKind::put, later, src.handle(), later_offsets, block, 10s);
+        kvblob::transfer_blocks(d, OpKind::put, later, src.handle(), later_offsets, block, 10s, ledger);
         CHECK(kvblob::stored_prefix(d, keys, 10s) == 0);
-        CHECK(kvblob::resume_bound(kvblob::transfer_blocks(d, OpKind::get, keys, dst.handle(), offsets, block, 10s)) == 0);
+        CHECK(kvblob::resume_bound(kvblob::transfer_blocks(d, OpKind::get, keys, dst.handle(), offsets, block, 10s, ledger)) == 0);
     }
     SUBCASE("NOT_READY blocks: another writer holds block 3")
     {
         REQUIRE(h.hook(h.hooks().stage_foreign_writer, keys[3]) == KVBLOB_OK);
-        auto put = kvblob::transfer_blocks(d, OpKind::put, keys, src.handle(), offsets, block, 10s);
-        CHECK(put[3].result == KVBLOB_ROW_NOT_READY);
+        auto put = kvblob::transfer_blocks(d, OpKind::put, keys, src.handle(), offsets, block, 10s, ledger);
+        CHECK(put[3].status.result == KVBLOB_ROW_NOT_READY);
         CHECK(kvblob::stored_prefix(d, keys, 10s) == 3);
-        CHECK(kvblob::resume_bound(kvblob::transfer_blocks(d, OpKind::get, keys, dst.handle(), offsets, block, 10s)) == 3);
+        CHECK(kvblob::resume_bound(kvblob::transfer_blocks(d, OpKind::get, keys, dst.handle(), offsets, block, 10s, ledger)) == 3);
     }
 }

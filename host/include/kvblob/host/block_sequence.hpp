@@ -28,13 +28,83 @@ std::vector<std::string> block_keys(std::string_view prefix, std::span<const int
 // first row that is not READY. The engine recomputes from there.
 size_t resume_bound(const std::vector<RowStatus> &results);
 
+// Which of an engine's block slots (a block's bytes at an offset of one
+// registered region) a driver may still touch. transfer_blocks leaves here
+// every operation whose access had not ended when it returned (a transfer
+// past its timeout, a FAULT whose transport may still write); before a slot
+// is written again or handed to another transfer, reusable() waits, bounded,
+// for that access to end. A slot named by an operation whose access is
+// unprovable is retired: never reusable again (R-REG-2), and the engine
+// must keep its memory and use another slot.
+//
+// One ledger per engine thread (it is not locked). Destroy it before the
+// region: its operations then go back to the driver object, which keeps
+// the region registered for as long as they may touch it.
+class SlotLedger {
+public:
+    SlotLedger() = default;
+    SlotLedger(const SlotLedger &) = delete;
+    SlotLedger &operator=(const SlotLedger &) = delete;
+    SlotLedger(SlotLedger &&) = default;
+    SlotLedger &operator=(SlotLedger &&) = default;
+
+    // Waits up to timeout for every held operation naming bytes [offset,
+    // offset + length) of region to end its access. true: no driver may
+    // touch them any more. false: access still open at the bound, or the
+    // slot is retired (retired() says which).
+    bool reusable(kvblob_region_t *region, uint64_t offset, uint64_t length, std::chrono::milliseconds timeout);
+    bool retired(kvblob_region_t *region, uint64_t offset, uint64_t length) const;
+    size_t retired_slots() const noexcept { return retired_.size(); }
+    // Operations whose access has not ended, held until it does.
+    size_t held_operations() const noexcept { return held_.size(); }
+
+    struct Slot {
+        kvblob_region_t *region;
+        uint64_t offset, length;
+        bool overlaps(kvblob_region_t *r, uint64_t o, uint64_t n) const
+        {
+            return r == region && o < offset + length && offset < o + n;
+        }
+    };
+    // Takes op, which names slots: kept until its access ends; its slots
+    // retired at once when its access is unprovable; let go when it ended.
+    // Returns the access it saw. (transfer_blocks does this; an engine
+    // moving blocks its own way may too.)
+    kvblob_access hold(Operation op, std::vector<Slot> slots);
+
+private:
+    struct Held {
+        Operation op;
+        std::vector<Slot> slots;
+    };
+    std::vector<Held> held_;
+    std::vector<Slot> retired_;
+};
+
+// A block's row result and what the driver may still do with its slot.
+struct BlockResult {
+    RowStatus status;  // PENDING for a row not final within the timeout (never READY)
+    // ENDED: the slot is the engine's again. OPEN: the driver may still
+    // read or write it; the ledger holds the operation (reusable() waits).
+    // UNPROVABLE: the slot is retired for good.
+    kvblob_access access = KVBLOB_ACCESS_OPEN;
+};
+
 // Moves whole blocks between one registered region and the store: block i of
-// keys uses [offsets[i], offsets[i] + block_bytes). kind is put or get. Waits
-// for the operation to settle and returns its rows' results; rows still
-// pending when timeout passes are reported as PENDING (never READY).
-std::vector<RowStatus> transfer_blocks(Driver &driver, OpKind kind, const std::vector<std::string> &keys,
-                                       kvblob_region_t *region, const std::vector<uint64_t> &offsets,
-                                       uint64_t block_bytes, std::chrono::milliseconds timeout);
+// keys uses the slot [offsets[i], offsets[i] + block_bytes). kind is put or
+// get. First waits (up to timeout) for every slot to be reusable in ledger,
+// and refuses with CallError before dispatch when one is not (R-REG-1 while
+// a driver may still touch it, R-REG-2 when it is retired). Then waits up to
+// timeout for the operation to be final and its access to end, cancels it
+// if it is not final by then, and returns each row's result and access; an
+// operation whose access has not ended stays in ledger.
+std::vector<BlockResult> transfer_blocks(Driver &driver, OpKind kind, const std::vector<std::string> &keys,
+                                         kvblob_region_t *region, const std::vector<uint64_t> &offsets,
+                                         uint64_t block_bytes, std::chrono::milliseconds timeout, SlotLedger &ledger);
+
+// The resume bound of a transfer: leading blocks READY whose access ended
+// (bytes a driver may still write are not delivered yet).
+size_t resume_bound(const std::vector<BlockResult> &results);
 
 // How many leading blocks of keys the store holds complete: probe when the
 // driver offers it, otherwise not knowable without moving bytes (returns 0).
