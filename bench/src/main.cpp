@@ -15,6 +15,7 @@
 #include "kvblob/support/device_copy.hpp"
 #include "lane_memory.hpp"
 #include "kvblob/cli/plugin_flags.hpp"
+#include "kvblob/cli/quantities.hpp"
 #include "kvblob/host/load_error.hpp"
 #include "kvblob/host/version.hpp"
 #include "report.hpp"
@@ -42,7 +43,7 @@ int main(int argc, char **argv)
     app.add_option("--threads", threads_text, "Threads submitting at once (comma-separated)")->capture_default_str();
     app.add_option("--ops", ops_text, "Operations: put, get, probe (comma-separated)")->capture_default_str();
     app.add_option("--duration", duration, "Seconds per point, for the driver and again for the baseline")
-        ->check(CLI::PositiveNumber)
+        ->check(cli::Seconds())
         ->capture_default_str();
     app.add_option("--bytes", bytes_text, "Byte budget per point (stops at whichever budget is spent first)");
     app.add_option("--max-memory", max_memory_text, "Skip points whose buffers would exceed this")
@@ -61,15 +62,23 @@ int main(int argc, char **argv)
     uint64_t max_memory = 0;
     Budget budget;
     budget.duration = Seconds(duration);
+    // Each flag's value as every tool reads one (kvblob/cli/quantities.hpp):
+    // row sizes and the buffer cap within this machine's memory.
+    const char *flag = "";
     try {
-        sizes = parse_sizes(sizes_text);
-        batches = parse_counts(batch_text);
-        thread_counts = parse_counts(threads_text);
-        ops = parse_ops(ops_text);
-        max_memory = parse_sizes(max_memory_text).at(0);
-        if (!bytes_text.empty()) budget.bytes = parse_sizes(bytes_text).at(0);
+        const uint64_t memory = cli::physical_memory();
+        flag = "--sizes", sizes = parse_sizes(sizes_text, memory);
+        flag = "--batch", batches = parse_counts(batch_text, 1u << 20);
+        flag = "--threads", thread_counts = parse_counts(threads_text, 1024);
+        flag = "--ops", ops = parse_ops(ops_text);
+        // The default cap may exceed a small machine: it is then the machine.
+        flag = "--max-memory";
+        max_memory = app.count("--max-memory") ? cli::parse_size(max_memory_text, memory)
+                                               : std::min(cli::parse_size(max_memory_text), memory);
+        flag = "--bytes";
+        if (!bytes_text.empty()) budget.bytes = cli::parse_size(bytes_text);
     } catch (const std::exception &e) {
-        std::cerr << "kvblob-bench: " << e.what() << "\n";
+        std::cerr << "kvblob-bench: " << flag << ": " << e.what() << "\n";
         return cli::exit_usage;
     }
     const auto options = cli::driver_options(flags, "kvblob-bench");
@@ -123,7 +132,8 @@ int main(int argc, char **argv)
         const std::string label = std::string(to_string(p.op)) + " " + size_label(p.size) + " x" +
                                   std::to_string(p.batch) + " " + std::to_string(p.threads) + "t";
         std::cerr << "[" << i + 1 << "/" << points.size() << "] " << label << ": " << info.driver_name << std::flush;
-        const uint64_t memory = p.size * p.batch * p.threads * (baseline ? 3 : 1);
+        const uint64_t memory =
+            cli::saturating_mul(cli::saturating_mul(cli::saturating_mul(p.size, p.batch), p.threads), baseline ? 3 : 1);
         if (memory > max_memory) {
             r.skipped = "needs " + size_label(memory) + " of buffers, more than --max-memory " + max_memory_text;
         } else if (p.op == BenchOp::probe && !driver->has(KVBLOB_CAP_PROBE)) {

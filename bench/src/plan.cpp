@@ -3,6 +3,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kvblob/cli/quantities.hpp"
+
 namespace kvblob::bench {
 
 namespace {
@@ -30,38 +32,17 @@ const char *to_string(BenchOp op)
     return "?";
 }
 
-// item as a positive number; with suffixes, K, M and G (or KiB, MiB, GiB)
-// multiply it. what names the kind of number in the error.
-uint64_t parse_positive(const std::string &item, bool suffixes, const char *what)
-{
-    size_t used = 0;
-    uint64_t v = 0;
-    try {
-        v = std::stoull(item, &used);
-    } catch (const std::exception &) {
-        used = 0;
-    }
-    const std::string suffix = item.substr(used);
-    int shift = suffix.empty() ? 0 : -1;
-    if (suffixes && suffix == "B") shift = 0;
-    if (suffixes && (suffix == "K" || suffix == "KiB")) shift = 10;
-    if (suffixes && (suffix == "M" || suffix == "MiB")) shift = 20;
-    if (suffixes && (suffix == "G" || suffix == "GiB")) shift = 30;
-    if (used == 0 || v == 0 || shift < 0) throw std::invalid_argument("'" + item + "' is not " + what);
-    return v << shift;
-}
-
-std::vector<uint64_t> parse_sizes(const std::string &list)
+std::vector<uint64_t> parse_sizes(const std::string &list, uint64_t limit)
 {
     std::vector<uint64_t> out;
-    for (const auto &item : split(list)) out.push_back(parse_positive(item, true, "a size (use 4K, 1M, 16M)"));
+    for (const auto &item : split(list)) out.push_back(cli::parse_size(item, limit));
     return out;
 }
 
-std::vector<uint64_t> parse_counts(const std::string &list)
+std::vector<uint64_t> parse_counts(const std::string &list, uint64_t limit)
 {
     std::vector<uint64_t> out;
-    for (const auto &item : split(list)) out.push_back(parse_positive(item, false, "a positive count"));
+    for (const auto &item : split(list)) out.push_back(cli::parse_count(item, limit));
     return out;
 }
 

@@ -25,10 +25,11 @@ struct Budget {
     uint64_t bytes = 0;  // 0: no byte budget
 };
 
-// "4K,64K,1M" -> sizes; "put,get" -> ops; "1,32" -> counts. Throw
-// std::invalid_argument naming the bad item.
-std::vector<uint64_t> parse_sizes(const std::string &list);
-std::vector<uint64_t> parse_counts(const std::string &list);
+// "4K,64K,1M" -> sizes; "put,get" -> ops; "1,32" -> counts, each item
+// parsed as every tool parses one (host/tools/include/kvblob/cli/quantities.hpp)
+// and refused above limit. Throw std::invalid_argument naming the bad item.
+std::vector<uint64_t> parse_sizes(const std::string &list, uint64_t limit);
+std::vector<uint64_t> parse_counts(const std::string &list, uint64_t limit);
 std::vector<BenchOp> parse_ops(const std::string &list);
 // 1048576 -> "1M", 4096 -> "4K".
 std::string size_label(uint64_t bytes);

@@ -16,6 +16,7 @@
 
 #include "check.hpp"
 #include "kvblob/cli/plugin_flags.hpp"
+#include "kvblob/cli/quantities.hpp"
 #include "context.hpp"
 #include "isolation.hpp"
 #include "kvblob/host/capabilities.hpp"
@@ -84,10 +85,11 @@ int main(int argc, char **argv)
     app.add_option("--filter", filters, "Run only checks whose id matches a glob (repeatable)");
     app.add_option("--exclude", excludes, "Skip checks whose id matches a glob (repeatable)");
     app.add_flag("--list", list, "List the checks and exit");
-    app.add_option("--timeout", timeout, "Seconds per check before it is TIMEOUT")->check(CLI::PositiveNumber);
+    app.add_option("--timeout", timeout, "Seconds per check before it is TIMEOUT")
+        ->transform(cli::Count(static_cast<uint64_t>(cli::max_seconds)));
     app.add_flag("--no-isolation", no_isolation, "Run checks in this process (for a debugger)");
     app.add_option("--seed", seed, "Seed of the run's key prefix");
-    app.add_option("--repeat", repeat, "Run each check N times (races)")->check(CLI::PositiveNumber);
+    app.add_option("--repeat", repeat, "Run each check N times (races)")->transform(cli::Count(1000000));
     app.add_option("--junit", junit_path, "Write a JUnit XML report to FILE");
     app.add_option("--expectations", expectations_path, "Lines 'GLOB STATUS REASON': expected failures (XFAIL)");
     app.add_flag("--strict", strict, "NOT_SUPPORTED fails a MUST check");

@@ -5,17 +5,20 @@
 // recomputes only from the resume bound on.
 //
 // Exit codes: 0 every delivered block verified; 1 a block the store called
-// READY held wrong bytes; 2 usage error; 3 the config or its driver was
-// refused.
+// READY held wrong bytes, or the run failed (no usable cache slot left, a
+// transfer refused); 2 usage error; 3 the config or its driver was refused.
 #include <CLI/CLI.hpp>
 
 #include "kvblob/cli/plugin_flags.hpp"
+#include "kvblob/cli/quantities.hpp"
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <stdexcept>
 
 #include "kvblob/host/block_sequence.hpp"
 #include "kvblob/host/config.hpp"
@@ -27,18 +30,65 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto op_timeout = std::chrono::seconds(30);
 
-// One engine: a driver and its paged KV cache, registered once.
+// One engine: a driver and its paged KV cache, registered once. The cache
+// has a slot per page and as many spares. Page p's block lives in slot
+// page_slot[p]; a slot a driver may still touch (a transfer past its
+// timeout, a FAULT whose transport may still write) is never written or
+// handed out: the page moves to a spare, and a slot whose access is
+// unprovable is never used again (kvblob::SlotLedger).
 struct Instance {
-    Instance(const kvblob::Plugin &plugin, const kvblob::Options &options, size_t pages, uint64_t page_bytes)
-        : cache(pages * page_bytes), driver(plugin.open(options))
+    Instance(const kvblob::Plugin &plugin, const kvblob::DriverConfig &config, size_t pages, uint64_t page_bytes)
+        : page_bytes(page_bytes),
+          cache_bytes(2 * pages * page_bytes),
+          cache(new uint8_t[cache_bytes]()),
+          driver(kvblob::open_configured_driver(plugin, config))
     {
-        kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, cache.data(), cache.size(), 0, 0};
+        kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, cache.get(), cache_bytes, 0, 0};
         region = driver.register_region(desc);
+        for (size_t p = 0; p < pages; ++p) page_slot.push_back(p * page_bytes);
+        for (size_t p = 2 * pages; p-- > pages;) spare.push_back(p * page_bytes);
     }
-    // Members end in reverse: the registration, then the driver, then the memory.
-    std::vector<uint8_t> cache;
+    ~Instance()
+    {
+        slots = kvblob::SlotLedger();  // its operations go back to the driver object
+        // A registration that cannot end yet means a driver may still touch
+        // the cache: it is kept for the life of the process, never freed.
+        if (region.unregister() != KVBLOB_OK) (void)cache.release();
+    }
+    Instance(const Instance &) = delete;
+    Instance &operator=(const Instance &) = delete;
+
+    // The slot of page p, once no driver may touch it, ready to be written
+    // or handed to a transfer. Throws when no usable slot is left.
+    uint64_t writable(size_t p)
+    {
+        while (!slots.reusable(region.handle(), page_slot[p], page_bytes, op_timeout)) {
+            ++set_aside;  // left to the driver: open past the bound, or retired for good
+            if (spare.empty())
+                throw std::runtime_error("no cache slot left that no driver may touch (" + std::to_string(set_aside) +
+                                         " set aside)");
+            page_slot[p] = spare.back();
+            spare.pop_back();
+        }
+        return page_slot[p];
+    }
+    std::vector<uint64_t> writable(size_t first, size_t count)
+    {
+        std::vector<uint64_t> out;
+        for (size_t p = first; p < first + count; ++p) out.push_back(writable(p));
+        return out;
+    }
+    uint8_t *bytes(size_t p) { return cache.get() + page_slot[p]; }
+
+    const uint64_t page_bytes, cache_bytes;
+    // Members end in reverse: the ledger, the registration, the driver, then
+    // the memory (unless ~Instance kept it).
+    std::unique_ptr<uint8_t[]> cache;
     kvblob::Driver driver;
     kvblob::Region region;
+    kvblob::SlotLedger slots;
+    std::vector<uint64_t> page_slot, spare;
+    uint64_t set_aside = 0;
 };
 
 void progress(const char *what, size_t done, size_t total)
@@ -63,17 +113,35 @@ int main(int argc, char **argv)
     size_t requests = 64, block_tokens = 16, system_tokens = 64, turn_tokens = 48;
     uint64_t block_bytes = 64 * 1024, seed = 1;
     app.add_option("-c,--config", config_path, "Driver config file (TOML)")->required();
-    app.add_option("--requests", requests, "Requests the fetching instance serves")->check(CLI::PositiveNumber);
-    app.add_option("--block-tokens", block_tokens, "Tokens per KV block")->check(CLI::PositiveNumber);
-    app.add_option("--block-bytes", block_bytes, "Bytes of KV per block (K, M suffixes)")
-        ->transform(CLI::AsSizeValue(false))
-        ->check(CLI::PositiveNumber);
-    app.add_option("--system-tokens", system_tokens, "Tokens of the system prompt every request shares");
-    app.add_option("--turn-tokens", turn_tokens, "Tokens per conversation turn")->check(CLI::PositiveNumber);
+    namespace cli = kvblob::cli;
+    constexpr uint64_t max_tokens = uint64_t{1} << 32;  // a token position is 32 bits
+    app.add_option("--requests", requests, "Requests the fetching instance serves")->transform(cli::Count(1u << 30));
+    app.add_option("--block-tokens", block_tokens, "Tokens per KV block")->transform(cli::Count(max_tokens));
+    app.add_option("--block-bytes", block_bytes, "Bytes of KV per block (K, M, G suffixes)")->transform(cli::MemorySize());
+    app.add_option("--system-tokens", system_tokens, "Tokens of the system prompt every request shares")
+        ->transform(cli::Count(max_tokens, true));
+    app.add_option("--turn-tokens", turn_tokens, "Tokens per conversation turn")->transform(cli::Count(max_tokens));
     app.add_option("--salt", salt, "What separates this model's blocks from others' (model, dtype)");
     app.add_option("--seed", seed, "Seed of the workload");
-    app.footer("Exit codes: 0 verified; 1 wrong bytes reported READY; 2 usage error; 3 config or driver refused.");
+    app.footer("Exit codes: 0 verified; 1 wrong bytes reported READY, or the run failed; 2 usage error; 3 config or driver refused.");
     if (auto done = kvblob::cli::parse(app, argc, argv)) return *done;
+    {
+        // What the run holds at once: every request's tokens, and two
+        // instances' caches of a slot and a spare per block of a request
+        // (plus one block to verify).
+        const uint64_t tokens = system_tokens + 3 * uint64_t{turn_tokens};
+        const uint64_t pages = tokens / block_tokens;
+        const uint64_t need = cli::saturating_add(cli::saturating_mul(cli::saturating_mul(requests, tokens), 4),
+                                                  cli::saturating_mul(4 * pages + 1, block_bytes));
+        try {
+            cli::require_memory(need,
+                                std::to_string(requests) + " requests of " + std::to_string(tokens) + " tokens and 2 caches of 2 x " +
+                                    std::to_string(pages) + " blocks of " + cli::bytes_text(static_cast<double>(block_bytes)));
+        } catch (const std::invalid_argument &e) {
+            std::cerr << "kvblob-engine: " << e.what() << "\n";
+            return cli::exit_usage;
+        }
+    }
 
     try {
         const auto config = kvblob::read_driver_config(config_path);
@@ -86,9 +154,7 @@ int main(int argc, char **argv)
         }
         std::cout << "kvblob-engine: driver " << plugin.name() << " " << plugin.version() << " from " << config_path
                   << "; " << requests << " requests of " << pages << " blocks of " << block_bytes << " bytes\n";
-        Instance publisher(plugin, config.options, pages, block_bytes), fetcher(plugin, config.options, pages, block_bytes);
-        std::vector<uint64_t> offsets(pages);
-        for (size_t p = 0; p < pages; ++p) offsets[p] = p * block_bytes;
+        Instance publisher(plugin, config, pages, block_bytes), fetcher(plugin, config, pages, block_bytes);
 
         // The publisher served every other request earlier: it computes their
         // blocks and publishes them (a block already stored stays as it is).
@@ -96,11 +162,11 @@ int main(int argc, char **argv)
         Clock::duration publish_time{};
         for (size_t i = 0; i < workload.size(); i += 2) {
             const auto keys = kvblob::block_keys("sim", workload[i].tokens, block_tokens, salt);
-            for (size_t b = 0; b < keys.size(); ++b)
-                engine::compute_block(keys[b], publisher.cache.data() + offsets[b], block_bytes);
+            const auto offsets = publisher.writable(0, keys.size());  // the last put may still read a slot
+            for (size_t b = 0; b < keys.size(); ++b) engine::compute_block(keys[b], publisher.bytes(b), block_bytes);
             const auto t0 = Clock::now();
-            auto results = kvblob::transfer_blocks(publisher.driver, kvblob::OpKind::put, keys,
-                                                   publisher.region.handle(), offsets, block_bytes, op_timeout);
+            auto results = kvblob::transfer_blocks(publisher.driver, kvblob::OpKind::put, keys, publisher.region.handle(),
+                                                   offsets, block_bytes, op_timeout, publisher.slots);
             publish_time += Clock::now() - t0;
             published += kvblob::resume_bound(results);
             progress("publish", i / 2 + 1, (workload.size() + 1) / 2);
@@ -116,18 +182,22 @@ int main(int argc, char **argv)
             const auto t0 = Clock::now();
             const size_t stored = kvblob::stored_prefix(fetcher.driver, keys, op_timeout);
             const std::vector<std::string> hit(keys.begin(), keys.begin() + static_cast<long>(stored));
-            const std::vector<uint64_t> hit_offsets(offsets.begin(), offsets.begin() + static_cast<long>(stored));
             auto results = kvblob::transfer_blocks(fetcher.driver, kvblob::OpKind::get, hit, fetcher.region.handle(),
-                                                   hit_offsets, block_bytes, op_timeout);
+                                                   fetcher.writable(0, stored), block_bytes, op_timeout, fetcher.slots);
             fetch_time += Clock::now() - t0;
+            // Delivered: READY and the driver done with the slot.
             const size_t bound = kvblob::resume_bound(results);
             std::vector<uint8_t> expected(block_bytes);
             for (size_t b = 0; b < bound; ++b) {
                 engine::compute_block(keys[b], expected.data(), block_bytes);
-                if (std::memcmp(expected.data(), fetcher.cache.data() + offsets[b], block_bytes) != 0) ++wrong;
+                if (std::memcmp(expected.data(), fetcher.bytes(b), block_bytes) != 0) ++wrong;
             }
-            for (size_t b = bound; b < keys.size(); ++b)  // recompute what the store did not deliver
-                engine::compute_block(keys[b], fetcher.cache.data() + offsets[b], block_bytes);
+            // Recompute what the store did not deliver, each into a slot no
+            // driver may still write (a failed get's may: it moves to a spare).
+            for (size_t b = bound; b < keys.size(); ++b) {
+                fetcher.writable(b);
+                engine::compute_block(keys[b], fetcher.bytes(b), block_bytes);
+            }
             delivered += bound;
             fetched_bytes += bound * block_bytes;
             full_hits += bound == keys.size();
@@ -145,6 +215,9 @@ int main(int argc, char **argv)
                     static_cast<unsigned long long>(full_hits));
         std::printf("           fetched %.1f MiB in %.3f s (%.2f GB/s, probe included)\n", mib(fetched_bytes),
                     seconds(fetch_time), static_cast<double>(fetched_bytes) / 1e9 / std::max(seconds(fetch_time), 1e-9));
+        if (const uint64_t aside = publisher.set_aside + fetcher.set_aside)
+            std::printf("           %llu cache slots set aside: a driver may still touch them\n",
+                        static_cast<unsigned long long>(aside));
         if (wrong) {
             std::printf("WRONG BYTES: %llu blocks reported READY held other bytes than computed\n",
                         static_cast<unsigned long long>(wrong));
@@ -158,5 +231,8 @@ int main(int argc, char **argv)
     } catch (const kvblob::LoadError &e) {
         std::cerr << e.what() << "\n";
         return 3;
+    } catch (const std::exception &e) {
+        std::cerr << "kvblob-engine: " << e.what() << "\n";
+        return 1;
     }
 }

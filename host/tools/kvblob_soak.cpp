@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "kvblob/cli/plugin_flags.hpp"
+#include "kvblob/cli/quantities.hpp"
 
 #include <unistd.h>
 
@@ -50,13 +51,15 @@ int main(int argc, char **argv)
     app.add_option("-d,--driver", spec, "Plugin path or driver name")->required();
     kvblob::cli::PluginFlags flags;
     kvblob::cli::add_plugin_flags(app, flags);
-    app.add_option("--threads", threads, "Threads submitting")->check(CLI::Range(1u, 256u));
-    app.add_option("--ops", ops, "Operations in all, across threads")->check(CLI::PositiveNumber);
-    app.add_option("--seconds", seconds, "Stop after this long even if --ops is not reached")->check(CLI::PositiveNumber);
-    app.add_option("--keys", keys, "Keys shared by every thread (each thread also has its own)")->check(CLI::PositiveNumber);
-    app.add_option("--max-bytes", max_bytes, "Largest object (K, M suffixes)")
-        ->transform(CLI::AsSizeValue(false))
-        ->check(CLI::PositiveNumber);
+    namespace cli = kvblob::cli;
+    app.add_option("--threads", threads, "Threads submitting")->transform(cli::Count(256));
+    app.add_option("--ops", ops, "Operations in all, across threads")->transform(cli::Count(uint64_t{1} << 40));
+    app.add_option("--seconds", seconds, "Stop after this long even if --ops is not reached")
+        ->transform(cli::Count(static_cast<uint64_t>(cli::max_seconds)));
+    app.add_option("--keys", keys, "Keys shared by every thread (each thread also has its own)")
+        ->transform(cli::Count(uint64_t{1} << 32));
+    app.add_option("--max-bytes", max_bytes, "Largest object (K, M, G suffixes; at most this machine's memory)")
+        ->transform(cli::MemorySize());
     app.add_option("--seed", seed, "Seed of every thread's choices");
     app.add_flag("--json", json, "Print the summary as one JSON object");
     app.footer("Exit codes: 0 clean; 1 wrong bytes or lost operations; 2 usage error; 3 plugin refused.");
@@ -69,6 +72,14 @@ int main(int argc, char **argv)
         auto driver = plugin.open(*options);
         const auto &caps = driver.caps();
         max_bytes = std::min<uint64_t>(max_bytes, caps.max_object_bytes);
+        try {  // each thread holds a source and a destination of max_bytes
+            cli::require_memory(cli::saturating_mul(2 * uint64_t{threads}, max_bytes),
+                                std::to_string(threads) + " threads x 2 buffers of --max-bytes " +
+                                    cli::bytes_text(static_cast<double>(max_bytes)));
+        } catch (const std::invalid_argument &e) {
+            std::cerr << "kvblob-soak: " << e.what() << "\n";
+            return cli::exit_usage;
+        }
         Tally tally;
         const auto start = Clock::now();
         const auto deadline = start + std::chrono::seconds(seconds);

@@ -38,9 +38,13 @@ inline void add_plugin_flags(CLI::App &app, PluginFlags &flags)
 
 // Parses argv. Returns the exit code when the tool should stop now: 0 after
 // --help or --version, exit_usage for any other parse error (CLI11's own
-// codes are not what the tools document).
+// codes are not what the tools document), said in one line: the tool, the
+// flag and why.
 inline std::optional<int> parse(CLI::App &app, int argc, char **argv)
 {
+    std::string tool = argc > 0 && argv[0] ? argv[0] : "kvblob";
+    tool = tool.substr(tool.find_last_of('/') + 1);
+    app.failure_message([tool](const CLI::App *, const CLI::Error &e) { return tool + ": " + e.what() + "\n"; });
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
