@@ -38,11 +38,73 @@ std::chrono::milliseconds to_ms(std::optional<double> seconds)
     return std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000.0));
 }
 
-std::string key_bytes(const py::handle &key)
+// Python's name for the type of h ("list", "NoneType", ...).
+std::string type_name(const py::handle &h) { return py::str(py::type::handle_of(h).attr("__name__")); }
+
+// A refusal of a row the host could not even build: names the row and what
+// was expected there (never pybind's "Unable to cast").
+[[noreturn]] void bad_row(size_t row, const std::string &rule, const std::string &what)
+{
+    throw CallError(KVBLOB_E_REJECTED, rule, "row " + std::to_string(row) + ": " + what);
+}
+
+std::string key_bytes(const py::handle &key, size_t row)
 {
     if (py::isinstance<py::bytes>(key)) return key.cast<std::string>();
     if (py::isinstance<py::str>(key)) return key.cast<std::string>();  // UTF-8
-    throw py::type_error("a key is bytes or str");
+    bad_row(row, "R-ADM-4", "the key must be bytes or str, not " + type_name(key));
+}
+
+// A tuple or a list (a str or bytes is a key, not a sequence of fields).
+bool is_fields(const py::handle &h) { return py::isinstance<py::tuple>(h) || py::isinstance<py::list>(h); }
+
+// An offset or a length: a non-negative integer (int, or anything with
+// __index__ such as numpy's integers; not bool) that fits in 64 bits.
+uint64_t span_number(const py::handle &h, size_t row, const char *what)
+{
+    if (py::isinstance<py::bool_>(h) || !PyIndex_Check(h.ptr()))
+        bad_row(row, "R-ADM-6", std::string("the span's ") + what + " must be a non-negative int, not " + type_name(h));
+    py::int_ value = py::reinterpret_steal<py::int_>(PyNumber_Index(h.ptr()));
+    if (!value) throw py::error_already_set();
+    int overflow = 0;
+    const long long as_signed = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    if (overflow < 0 || (overflow == 0 && as_signed < 0))
+        bad_row(row, "R-ADM-6", std::string("the span's ") + what + " " + std::string(py::str(value)) + " is negative");
+    const unsigned long long v = PyLong_AsUnsignedLongLong(value.ptr());
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        bad_row(row, "R-ADM-6", std::string("the span's ") + what + " " + std::string(py::str(value)) +
+                                    " does not fit in 64 bits");
+    }
+    return v;
+}
+
+// An option value as the text open receives: str as is, bool as
+// "true"/"false", an integer (int, numpy's) in decimal, a float in Python's shortest form (an
+// integral one as an int: 4.0 -> "4"). None means "not given" and yields
+// nullopt. Anything else is refused naming the option (R-OPN-1).
+std::optional<std::string> option_text(const std::string &key, const py::handle &v)
+{
+    if (v.is_none()) return std::nullopt;
+    if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+    if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
+    if (PyIndex_Check(v.ptr())) {  // int, and numpy's integers
+        py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+        if (!i) throw py::error_already_set();
+        return std::string(py::str(i));
+    }
+    if (py::isinstance<py::float_>(v)) {
+        const double d = v.cast<double>();
+        if (!std::isfinite(d))
+            throw CallError(KVBLOB_E_BAD_OPTION, "R-OPN-1", "option '" + key + "': " + std::string(py::repr(v)) +
+                                                                " is not a finite number");
+        if (d == std::trunc(d) && std::fabs(d) < 9.007199254740992e15)
+            return std::to_string(static_cast<long long>(d));
+        return std::string(py::repr(v));
+    }
+    throw CallError(KVBLOB_E_BAD_OPTION, "R-OPN-1",
+                    "option '" + key + "': a " + type_name(v) +
+                        " is not an option value (give a str, int, float or bool; None leaves it unset)");
 }
 
 // ---- regions ----------------------------------------------------------------
@@ -109,12 +171,18 @@ struct RowResult {
 struct PyOperation {
     Operation op;
     std::vector<std::shared_ptr<PyRegion>> regions;  // alive while the driver may touch them
-    std::vector<RowResult> cached;
+    // The final results as the host last gave them, kept for results() after
+    // the handle is gone (released, or its driver closed). While the handle
+    // lives every call asks the host, which holds the first final answer for
+    // good (R-ROW-1) and notes a driver that changes it in the row's message.
+    std::vector<RowResult> last_final;
 
-    // The operation, unless its driver was closed (which ended it).
+    // The operation, unless it was released or its driver closed.
     Operation &live()
     {
-        if (!op.handle()) throw py::value_error("the operation was released, or its driver closed");
+        if (!op.handle())
+            throw CallError(KVBLOB_E_INVALID, "R-OPS-1",
+                            "the operation was released, or its driver closed: its handle is dead");
         return op;
     }
     bool wait(std::optional<double> timeout)
@@ -125,17 +193,19 @@ struct PyOperation {
     }
     std::vector<RowResult> results()
     {
-        if (!cached.empty()) return cached;
+        if (!op.handle() && !last_final.empty()) return last_final;
         Operation &o = live();
         std::vector<kvblob::RowStatus> rows;
         std::vector<RowResult> out;
+        bool final = false;
         {
             py::gil_scoped_release nogil;
+            final = o.is_final();  // asked first: results read after it are final too
             rows = o.results();
             for (uint64_t i = 0; i < rows.size(); ++i)
                 out.push_back({static_cast<RowState>(rows[i].result), rows[i].driver_code, o.message(i)});
         }
-        if (o.is_final()) cached = out;
+        if (final) last_final = out;
         return out;
     }
     // Releases the handle once settled; then the regions may go.
@@ -225,36 +295,60 @@ struct PyDriver {
         return r;
     }
 
-    // rows: (key, [(region, offset, length), ...]) or (key, region, offset, length).
+    // rows: (key, [(region, offset, length), ...]) or (key, region, offset, length);
+    // probe and remove take bare keys. Lists serve as well as tuples. A
+    // malformed row is refused naming its index and what was expected.
     std::shared_ptr<PyOperation> submit(OpKind kind, const py::iterable &rows)
     {
         Batch batch;
         auto op = std::make_shared<PyOperation>();
+        const bool moves_bytes = kind == OpKind::put || kind == OpKind::get;
+        const char *shape = moves_bytes ? "(key, region, offset, length) or (key, [(region, offset, length), ...])"
+                                        : "a key (bytes or str)";
+        size_t index = 0;
         auto span_of = [&](const py::handle &region, const py::handle &offset, const py::handle &length) {
+            if (!py::isinstance<PyRegion>(region))
+                bad_row(index, "R-ADM-6", "a span's region must be a kvblob.Region (from Driver.register), not " +
+                                              type_name(region));
             auto r = region.cast<std::shared_ptr<PyRegion>>();
-            if (!r->region) throw py::value_error("a span names a region that was closed");
+            if (!r->region) bad_row(index, "R-ADM-6", "a span names a region that was closed");
+            const uint64_t off = span_number(offset, index, "offset"), len = span_number(length, index, "length");
             if (std::find(op->regions.begin(), op->regions.end(), r) == op->regions.end()) op->regions.push_back(r);
-            return make_span(r->region.handle(), offset.cast<uint64_t>(), length.cast<uint64_t>());
+            return make_span(r->region.handle(), off, len);
         };
         for (const auto &row : rows) {
-            if (py::isinstance<py::bytes>(row) || py::isinstance<py::str>(row)) {  // probe, remove: a bare key
-                batch.row(key_bytes(row));
+            if (!moves_bytes || py::isinstance<py::bytes>(row) || py::isinstance<py::str>(row)) {
+                if (is_fields(row) && py::len(row) == 1) batch.row(key_bytes(row.cast<py::sequence>()[0], index));
+                else if (py::isinstance<py::bytes>(row) || py::isinstance<py::str>(row)) batch.row(key_bytes(row, index));
+                else bad_row(index, "R-ADM-4", std::string("expected ") + shape + ", got a " + type_name(row));
+                ++index;
                 continue;
             }
-            auto t = row.cast<py::tuple>();
+            if (!is_fields(row)) bad_row(index, "R-ADM-6", std::string("expected ") + shape + ", got a " + type_name(row));
+            const py::sequence t = row.cast<py::sequence>();
+            if (t.size() == 0) bad_row(index, "R-ADM-6", std::string("expected ") + shape + ", got an empty " + type_name(row));
+            std::string key = key_bytes(t[0], index);
             std::vector<kvblob_span_t> spans;
             if (t.size() == 4) {
                 spans.push_back(span_of(t[1], t[2], t[3]));
             } else if (t.size() == 2) {
-                for (const auto &s : t[1]) {
-                    auto st = s.cast<py::tuple>();
-                    if (st.size() != 3) throw py::value_error("a span is (region, offset, length)");
+                const py::object list = t[1];
+                if (!is_fields(list))
+                    bad_row(index, "R-ADM-6", "the spans must be a list of (region, offset, length), not a " +
+                                                  type_name(list));
+                for (const auto &sp : list) {
+                    if (!is_fields(sp) || py::len(sp) != 3)
+                        bad_row(index, "R-ADM-6", "a span is (region, offset, length), not " +
+                                                      std::string(py::repr(sp)));
+                    const py::sequence st = py::reinterpret_borrow<py::sequence>(sp);
                     spans.push_back(span_of(st[0], st[1], st[2]));
                 }
             } else if (t.size() != 1) {
-                throw py::value_error("a row is (key, region, offset, length) or (key, [(region, offset, length), ...])");
+                bad_row(index, "R-ADM-6", std::string("expected ") + shape + ", got " + std::to_string(t.size()) +
+                                              " fields");
             }
-            batch.row(key_bytes(t[0]), std::move(spans));
+            batch.row(std::move(key), std::move(spans));
+            ++index;
         }
         Driver &d = get();
         const kvblob_batch_t &b = batch.get();
@@ -305,21 +399,33 @@ py::dict capabilities_of(const kvblob_caps_t &caps)
 
 struct PyPlugin {
     std::shared_ptr<Plugin> plugin;
-    Options config_options;  // from a config file, when loaded from one
+    std::optional<DriverConfig> config;  // when loaded from a config file
 
-    Options merged(const std::optional<std::map<std::string, py::object>> &options) const
+    // The caller's options (after the config file's, if any: a later one
+    // wins in the driver). Keys are str; values map as option_text says.
+    Options merged(const std::optional<py::dict> &options) const
     {
-        Options all = config_options;
+        Options all;
         if (options)
-            for (const auto &[k, v] : *options) all.emplace_back(k, py::str(v).cast<std::string>());
+            for (const auto &[k, v] : *options) {
+                if (!py::isinstance<py::str>(k))
+                    throw CallError(KVBLOB_E_BAD_OPTION, "R-OPN-1",
+                                    "an option's name must be a str, not " + type_name(k) + " (" +
+                                        std::string(py::repr(k)) + ")");
+                const auto key = k.cast<std::string>();
+                if (auto text = option_text(key, v)) all.emplace_back(key, std::move(*text));
+            }
         return all;
     }
-    std::shared_ptr<PyDriver> open(const std::optional<std::map<std::string, py::object>> &options)
+    std::shared_ptr<PyDriver> open(const std::optional<py::dict> &options)
     {
-        const Options all = merged(options);
+        const Options given = merged(options);
         auto d = std::make_shared<PyDriver>();
         py::gil_scoped_release nogil;
-        d->driver = std::make_unique<Driver>(plugin->open(all));
+        // From a config file, a value of the file's the driver refuses is
+        // named at its line (ConfigError).
+        d->driver = std::make_unique<Driver>(config ? open_configured_driver(*plugin, *config, given)
+                                                    : plugin->open(given));
         return d;
     }
 };
@@ -330,9 +436,8 @@ std::shared_ptr<PyPlugin> load(const std::string &spec, bool allow_untrusted, co
     const bool is_config = spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".toml") == 0;
     py::gil_scoped_release nogil;
     if (is_config) {
-        DriverConfig config = read_driver_config(spec);
-        p->config_options = config.options;
-        p->plugin = std::make_shared<Plugin>(load_configured_plugin(config));
+        p->config = read_driver_config(spec);
+        p->plugin = std::make_shared<Plugin>(load_configured_plugin(*p->config));
     } else {
         LoadOptions lo;
         lo.allow_untrusted_file = allow_untrusted;
