@@ -70,7 +70,7 @@ TEST_CASE("after release, every member of an operation refuses: the vendor templ
     every_member_refused(op, "already released");
 }
 
-TEST_CASE("after release, the spy is never called again; a moved-from operation says it was moved")
+TEST_CASE("after release, the spy is never called again, and a moved-from operation says it was moved")
 {
     auto plugin = kvblob::Plugin::load(KVBLOB_FIXTURE_DIR "/libkvblob_spy.so");
     auto driver = plugin.open();
