@@ -28,7 +28,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto op_timeout = std::chrono::seconds(30);
+// How long an operation may take, and how long a slot waits for a driver's
+// access to end before the page moves to a spare (--timeout).
+std::chrono::milliseconds op_timeout = std::chrono::seconds(30);
 
 // One engine: a driver and its paged KV cache, registered once. The cache
 // has a slot per page and as many spares. Page p's block lives in slot
@@ -123,8 +125,13 @@ int main(int argc, char **argv)
     app.add_option("--turn-tokens", turn_tokens, "Tokens per conversation turn")->transform(cli::Count(max_tokens));
     app.add_option("--salt", salt, "What separates this model's blocks from others' (model, dtype)");
     app.add_option("--seed", seed, "Seed of the workload");
+    double timeout_s = 30;
+    app.add_option("--timeout", timeout_s, "Seconds an operation may take, and a slot may wait for a driver to let go")
+        ->check(kvblob::cli::Seconds())
+        ->capture_default_str();
     app.footer("Exit codes: 0 verified; 1 wrong bytes reported READY, or the run failed; 2 usage error; 3 config or driver refused.");
     if (auto done = kvblob::cli::parse(app, argc, argv)) return *done;
+    op_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
     {
         // What the run holds at once: every request's tokens, and two
         // instances' caches of a slot and a spare per block of a request
