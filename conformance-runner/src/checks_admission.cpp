@@ -23,6 +23,10 @@ void expect_refused(Context &c, Driver &d, Batch &batch, const std::vector<std::
         auto res = c.run_one(d, OpKind::get, k, {make_span(r, 0, 64)});
         expect(res != KVBLOB_ROW_READY, "R-ADM-9", "a refused put stored key " + k);
     }
+    // The probe's memory is unmapped on return: its registration must end
+    // first, or a later mapping at the same address would be registered
+    // over a live registration (a store may refuse overlap).
+    expect(c.unreg(d, r) == KVBLOB_OK, "R-REG-1", "unregister of an idle region was refused");
 }
 
 Check refusal(std::string id, std::string rule, std::string description,

@@ -4,9 +4,12 @@
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
 
+#include <chrono>
+#include <iterator>
+#include <sstream>
 #include <stdexcept>
+#include <thread>
 
-#include "answers.hpp"
 
 namespace kvblob::mooncake {
 
@@ -29,31 +32,41 @@ std::unique_ptr<MooncakeDriver> MooncakeDriver::open(const kvblob_open_args_t &a
     } catch (const std::exception &e) {
         throw support::OpenError(KVBLOB_E_STORE, e.what());
     }
+    const int64_t lease_wait_ms = o.integer("remove_lease_wait_ms");
+    if (lease_wait_ms < 0) throw support::OptionError("option 'remove_lease_wait_ms' must be 0 or more");
+    // The store takes 0 (nothing) or at least 1 KiB for each size.
+    for (const char *name : {"global_segment_size", "local_buffer_size"})
+        if (const uint64_t v = o.bytes(name); v != 0 && v < 1024)
+            throw support::OptionError(std::string("option '") + name + "' must be 0 or at least 1K (Mooncake's rule)");
     const StoreApi &api = library->api();
     if (api.remove) caps.flags |= KVBLOB_CAP_REMOVE;
     mooncake_store_t store = api.create();
     if (!store) throw support::OpenError(KVBLOB_E_STORE, "mooncake_store_create returned no store");
+    const std::string where =
+        "master " + o.text("master_server_address") + " and metadata server " + o.text("metadata_server");
     const int setup = api.setup(store, o.text("local_hostname").c_str(), o.text("metadata_server").c_str(),
                                 o.bytes("global_segment_size"), o.bytes("local_buffer_size"),
                                 o.text("protocol").c_str(), o.text("device_name").c_str(),
                                 o.text("master_server_address").c_str());
-    if (setup != 0 || api.health_check(store) != 0) {
+    if (setup != 0) {
+        api.destroy(store);
+        throw support::OpenError(KVBLOB_E_STORE, "mooncake_store_setup with " + where + " failed: " + code_name(setup));
+    }
+    if (const int health = api.health_check(store); health != 0) {
         api.destroy(store);
         throw support::OpenError(KVBLOB_E_STORE,
-                                 "mooncake_store_setup with master " + o.text("master_server_address") +
-                                     " and metadata server " + o.text("metadata_server") + " failed: " +
-                                     code_name(setup));
+                                 "mooncake_store_health_check after setup with " + where + " failed: " + code_name(health));
     }
     return std::unique_ptr<MooncakeDriver>(new MooncakeDriver(caps, args.host, std::move(library), store,
                                                               static_cast<unsigned>(replicas), o.text("prefix"),
-                                                              workers));
+                                                              workers, std::chrono::milliseconds(lease_wait_ms)));
 }
 
 MooncakeDriver::MooncakeDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
                                std::unique_ptr<StoreLibrary> library, mooncake_store_t store, unsigned replicas,
-                               std::string prefix, unsigned workers)
+                               std::string prefix, unsigned workers, std::chrono::milliseconds lease_wait)
     : DriverBase(caps, host), library_(std::move(library)), api_(library_->api()), store_(store),
-      replicas_(replicas), prefix_(std::move(prefix))
+      replicas_(replicas), prefix_(std::move(prefix)), lease_wait_(lease_wait)
 {
     workers_.start(workers);
 }
@@ -73,16 +86,40 @@ kvblob_status MooncakeDriver::store_register(support::Region &region, std::strin
         why = "[R-ADM-8] this driver moves HOST memory only";
         return KVBLOB_E_REJECTED;
     }
+    const auto base = reinterpret_cast<uintptr_t>(region.base);
+    std::lock_guard lock(registered_mu_);
+    // Mooncake's transfer engine refuses a registration that overlaps one
+    // it holds (and answers only INVALID_PARAMS): say so, with both ranges.
+    if (auto next = registered_.lower_bound(base + region.size); next != registered_.begin()) {
+        const auto &[start, size] = *std::prev(next);
+        if (start + size > base) {
+            std::ostringstream msg;
+            msg << "Mooncake's transfer engine refuses a region overlapping one registered already (its rule: no "
+                   "overlapped memory regions): [" << region.base << ", +" << region.size << ") overlaps ["
+                << reinterpret_cast<void *>(start) << ", +" << size << ")";
+            why = msg.str();
+            return KVBLOB_E_REJECTED;
+        }
+    }
     const int rc = api_.register_buffer(store_, region.base, region.size);
-    if (rc == 0) return KVBLOB_OK;
-    why = "mooncake_store_register_buffer: " + code_name(rc);
-    return KVBLOB_E_STORE;
+    if (rc != 0) {
+        why = "mooncake_store_register_buffer: " + code_name(rc);
+        return KVBLOB_E_STORE;
+    }
+    registered_.emplace(base, region.size);
+    return KVBLOB_OK;
 }
 
 void MooncakeDriver::store_unregister(support::Region &region)
 {
-    if (const int rc = api_.unregister_buffer(store_, region.base); rc != 0)
+    if (const int rc = api_.unregister_buffer(store_, region.base); rc != 0) {
+        // The store still holds it: keep it in the ledger, so an overlap
+        // is named rather than met as INVALID_PARAMS.
         log(KVBLOB_LOG_WARN, "mooncake_store_unregister_buffer: " + code_name(rc));
+        return;
+    }
+    std::lock_guard lock(registered_mu_);
+    registered_.erase(reinterpret_cast<uintptr_t>(region.base));
 }
 
 std::string MooncakeDriver::store_key(const std::string &key) const
@@ -130,10 +167,6 @@ void MooncakeDriver::run(Op &op)
     finish(op);  // the last touch: op may be released from here on
 }
 
-namespace {
-
-}  // namespace
-
 MooncakeDriver::BatchArgs MooncakeDriver::batch_args(const Op &op, const std::vector<size_t> &rows) const
 {
     BatchArgs a;
@@ -147,57 +180,119 @@ MooncakeDriver::BatchArgs MooncakeDriver::batch_args(const Op &op, const std::ve
     return a;
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Whether a call that began at t0 answered soon enough that the store's
+// completion timeout cannot have given up on a transfer (answers.hpp).
+bool settled_since(Clock::time_point t0) { return Clock::now() - t0 < kTransferGiveUp; }
+
+}  // namespace
+
+void MooncakeDriver::set_answer(Op &op, size_t row, Answer answer, int64_t code)
+{
+    if (answer.access_unprovable) op.unprovable = true;  // before end_access: the regions stay pinned
+    const int32_t row_code = code < 0 && code >= INT32_MIN ? static_cast<int32_t>(code) : 0;
+    set_row(op, row, answer.result, row_code, std::move(answer.message));
+}
+
 void MooncakeDriver::put(Op &op, const std::vector<size_t> &rows)
 {
     BatchArgs a = batch_args(op, rows);
-    std::vector<int> results(rows.size(), 0);
+    std::vector<int> results(rows.size(), kUnwritten);
     ReplicateConfig config{replicas_, 0, 0, nullptr, 0};
-    api_.batch_put_from(store_, a.key_ptrs.data(), a.buffers.data(), a.sizes.data(), rows.size(), &config,
-                        results.data());
-    // A key stored already is READY only once the store holds it complete.
-    std::vector<const char *> existing;
-    for (size_t k = 0; k < rows.size(); ++k)
-        if (results[k] == OBJECT_ALREADY_EXISTS) existing.push_back(a.key_ptrs[k]);
-    std::vector<int> complete(existing.size(), 0);
-    if (!existing.empty()) api_.batch_is_exist(store_, existing.data(), existing.size(), complete.data());
-    for (size_t k = 0, e = 0; k < rows.size(); ++k) {
-        const bool is_complete = results[k] == OBJECT_ALREADY_EXISTS && complete[e++] == 1;
-        Answer answer = put_answer(results[k], is_complete);
-        if (answer.access_unprovable) op.unprovable = true;
-        set_row(op, rows[k], answer.result, results[k], std::move(answer.message));
+    const auto t0 = Clock::now();
+    const int rc = api_.batch_put_from(store_, a.key_ptrs.data(), a.buffers.data(), a.sizes.data(), rows.size(),
+                                       &config, results.data());
+    const bool settled = settled_since(t0);
+    if (rc != 0) {
+        for (size_t row : rows)
+            set_answer(op, row, whole_call_failure("mooncake_store_batch_put_from", rc, true), rc);
+        return;
+    }
+    // 0 is also this version's answer for a key stored already, complete or
+    // not: READY only once batch_is_exist says the store holds it complete.
+    std::vector<size_t> answered_ok;
+    std::vector<const char *> ok_keys;
+    for (size_t k = 0; k < rows.size(); ++k) {
+        if (results[k] == kUnwritten)
+            set_answer(op, rows[k], unwritten_slot("mooncake_store_batch_put_from", true), 0);
+        else if (results[k] != OK)
+            set_answer(op, rows[k], put_answer(results[k], settled), results[k]);
+        else {
+            answered_ok.push_back(k);
+            ok_keys.push_back(a.key_ptrs[k]);
+        }
+    }
+    if (ok_keys.empty()) return;
+    // The put's transfers are over here (the call returned 0 for these
+    // rows); what is left unknown is only whether the object is complete.
+    std::vector<int> complete(ok_keys.size(), kUnwritten);
+    const int exist_rc = api_.batch_is_exist(store_, ok_keys.data(), ok_keys.size(), complete.data());
+    for (size_t e = 0; e < answered_ok.size(); ++e) {
+        const size_t row = rows[answered_ok[e]];
+        if (exist_rc != 0) {
+            Answer answer = whole_call_failure("mooncake_store_batch_is_exist", exist_rc, false);
+            answer.message = "put answered 0, but whether the object is complete is unknown: " + answer.message;
+            set_answer(op, row, std::move(answer), exist_rc);
+        } else if (complete[e] == kUnwritten) {
+            set_answer(op, row, unwritten_slot("mooncake_store_batch_is_exist", false), 0);
+        } else {
+            set_answer(op, row, put_confirmed(complete[e]), complete[e]);
+        }
     }
 }
 
 void MooncakeDriver::get(Op &op, const std::vector<size_t> &rows)
 {
     BatchArgs a = batch_args(op, rows);
-    std::vector<int64_t> read(rows.size(), 0);
-    api_.batch_get_into(store_, a.key_ptrs.data(), a.buffers.data(), a.sizes.data(), rows.size(), read.data());
+    std::vector<int64_t> read(rows.size(), kUnwritten);
+    const auto t0 = Clock::now();
+    const int rc =
+        api_.batch_get_into(store_, a.key_ptrs.data(), a.buffers.data(), a.sizes.data(), rows.size(), read.data());
+    const bool settled = settled_since(t0);
     for (size_t k = 0; k < rows.size(); ++k) {
-        Answer answer = get_answer(read[k], op.rows[rows[k]].total);
-        if (answer.access_unprovable) op.unprovable = true;  // before end_access: the regions stay pinned
-        set_row(op, rows[k], answer.result, static_cast<int32_t>(read[k] < 0 ? read[k] : 0),
-                std::move(answer.message));
+        if (rc != 0)
+            set_answer(op, rows[k], whole_call_failure("mooncake_store_batch_get_into", rc, true), rc);
+        else if (read[k] == kUnwritten)
+            set_answer(op, rows[k], unwritten_slot("mooncake_store_batch_get_into", true), 0);
+        else
+            set_answer(op, rows[k], get_answer(read[k], op.rows[rows[k]].total, settled), read[k]);
     }
 }
 
 void MooncakeDriver::probe(Op &op, const std::vector<size_t> &rows)
 {
     BatchArgs a = batch_args(op, rows);
-    std::vector<int> exists(rows.size(), 0);
-    api_.batch_is_exist(store_, a.key_ptrs.data(), a.key_ptrs.size(), exists.data());
+    std::vector<int> exists(rows.size(), kUnwritten);
+    const int rc = api_.batch_is_exist(store_, a.key_ptrs.data(), a.key_ptrs.size(), exists.data());
     for (size_t k = 0; k < rows.size(); ++k) {
-        Answer answer = probe_answer(exists[k]);
-        set_row(op, rows[k], answer.result, exists[k] < 0 ? exists[k] : 0, std::move(answer.message));
+        if (rc != 0)
+            set_answer(op, rows[k], whole_call_failure("mooncake_store_batch_is_exist", rc, false), rc);
+        else if (exists[k] == kUnwritten)
+            set_answer(op, rows[k], unwritten_slot("mooncake_store_batch_is_exist", false), 0);
+        else if (exists[k] == 0) {
+            const int64_t size = api_.get_size(store_, a.key_ptrs[k]);
+            set_answer(op, rows[k], probe_answer(0, size), size);
+        } else
+            set_answer(op, rows[k], probe_answer(exists[k], 0), exists[k]);
     }
 }
 
 void MooncakeDriver::remove(Op &op, const std::vector<size_t> &rows)
 {
     for (size_t i : rows) {
-        const int rc = api_.remove(store_, store_key(op.rows[i].key).c_str(), 0);
-        Answer answer = remove_answer(rc);
-        set_row(op, i, answer.result, rc, std::move(answer.message));
+        const std::string key = store_key(op.rows[i].key);
+        // Never forced: a lease protects a reader's transfer in flight.
+        // OBJECT_HAS_LEASE is waited out up to remove_lease_wait.
+        const auto deadline = Clock::now() + lease_wait_;
+        int rc = api_.remove(store_, key.c_str(), 0);
+        while (rc == OBJECT_HAS_LEASE && Clock::now() < deadline && !op.cancel_requested.load()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a retry's pause, not an ordering
+            rc = api_.remove(store_, key.c_str(), 0);
+        }
+        set_answer(op, i, remove_answer(rc), rc);
     }
 }
 

@@ -5,20 +5,27 @@
 // gets move bytes straight between the engine's memory and the pool (zero
 // copy; one span per row, since Mooncake moves one buffer per key). The
 // batch calls are synchronous; worker threads make operations complete in
-// the background. Every store answer becomes a row result in answers.cpp.
+// the background. Every store answer becomes a row result in answers.cpp,
+// and so does a call that failed as a whole: a results array the library
+// did not write is never read as an answer (each slot starts as
+// kUnwritten).
 //
 // Objects carry no kvblob trailer (that would cost the zero copy): R-ROW-6
-// rests on the store's own transfer checks (CHECKSUM_MISMATCH is FAULT).
+// rests on the store's guarantees (README.md in this folder says which).
 #pragma once
 
 #include <kvblob/support/driver_base.hpp>
 #include <kvblob/support/held_gets.hpp>
 #include <kvblob/support/work_queue.hpp>
 
+#include <chrono>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "answers.hpp"
 #include "store_api.hpp"
 
 namespace kvblob::mooncake {
@@ -32,12 +39,13 @@ public:
     ~MooncakeDriver() override;
 
     // kvblob.scenarios/1, where the library can stage them (the test
-    // library in tests/fakes/mooncake can; Mooncake itself cannot).
+    // library in tests/fakes/mooncake can; Mooncake itself cannot). No
+    // corruption is staged: this Mooncake version keeps no checksum, so a
+    // store that answered one would not be the store this driver speaks to.
     bool scenarios_available() const { return library_->api().fake_stage != nullptr; }
     kvblob_status stage_foreign_writer(const std::string &key) { return stage("foreign_writer", key); }
     kvblob_status stage_full_pool() { return stage("full_pool", {}); }
     kvblob_status stage_failing_read(const std::string &key) { return stage("failing_read", key); }
-    kvblob_status stage_corrupt(const std::string &key) { return stage("corrupt", key); }
     kvblob_status stage_unprovable(const std::string &key) { return stage("unprovable", key); }
     kvblob_status stage_held_get(const std::string &key);
     kvblob_status release_staged();
@@ -51,7 +59,7 @@ protected:
 private:
     MooncakeDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
                    std::unique_ptr<StoreLibrary> library, mooncake_store_t store, unsigned replicas,
-                   std::string prefix, unsigned workers);
+                   std::string prefix, unsigned workers, std::chrono::milliseconds lease_wait);
 
     // One batch call's arguments: keys as C strings, and the rows' single
     // spans (none for probe and remove).
@@ -68,6 +76,10 @@ private:
     void get(Op &op, const std::vector<size_t> &rows);
     void probe(Op &op, const std::vector<size_t> &rows);
     void remove(Op &op, const std::vector<size_t> &rows);
+    // Sets row to answer (code: the store's, kept as the row's code when it
+    // is one); an unprovable answer marks the operation so before
+    // end_access.
+    void set_answer(Op &op, size_t row, Answer answer, int64_t code);
     // The store's key for a kvblob key: Mooncake keys are C strings, so a
     // key with a byte outside printable ASCII is stored hex-encoded; the
     // two forms are told apart by their first two characters.
@@ -79,7 +91,11 @@ private:
     mooncake_store_t store_;
     const unsigned replicas_;
     const std::string prefix_;
+    const std::chrono::milliseconds lease_wait_;
     support::WorkQueue workers_;
+    // The ranges registered with the store (base -> size).
+    std::mutex registered_mu_;
+    std::map<uintptr_t, size_t> registered_;
     support::HeldGets held_gets_;
 };
 

@@ -28,6 +28,16 @@ StoreLibrary::StoreLibrary(const std::string &path)
                                  (why ? why : "unknown error"));
     }
     try {
+        resolve(handle_, path, "kvblob_mooncake_source_version", api_.source_version, false);
+        const char *found = api_.source_version ? api_.source_version() : nullptr;
+        if (!found)
+            throw std::runtime_error(
+                path + " does not say which Mooncake version it was built from (no kvblob_mooncake_source_version "
+                       "symbol); this driver speaks the C API of Mooncake " + kSupportedVersion +
+                " and loads only a library built by scripts/build-mooncake, which links that symbol in");
+        if (std::string(found) != kSupportedVersion)
+            throw std::runtime_error(path + " is Mooncake " + found + "; this driver speaks the C API of Mooncake " +
+                                     kSupportedVersion + " (store_c.h's struct layouts and return conventions)");
         resolve(handle_, path, "mooncake_store_create", api_.create, true);
         resolve(handle_, path, "mooncake_store_destroy", api_.destroy, true);
         resolve(handle_, path, "mooncake_store_setup", api_.setup, true);
@@ -35,6 +45,7 @@ StoreLibrary::StoreLibrary(const std::string &path)
         resolve(handle_, path, "mooncake_store_batch_put_from", api_.batch_put_from, true);
         resolve(handle_, path, "mooncake_store_batch_get_into", api_.batch_get_into, true);
         resolve(handle_, path, "mooncake_store_batch_is_exist", api_.batch_is_exist, true);
+        resolve(handle_, path, "mooncake_store_get_size", api_.get_size, true);
         resolve(handle_, path, "mooncake_store_register_buffer", api_.register_buffer, true);
         resolve(handle_, path, "mooncake_store_unregister_buffer", api_.unregister_buffer, true);
         resolve(handle_, path, "mooncake_store_remove", api_.remove, false);

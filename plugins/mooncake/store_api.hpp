@@ -1,7 +1,13 @@
 // The part of Mooncake store's C API (mooncake-store/include/store_c.h)
-// this driver uses, declared here from the header's documented signatures
+// this driver uses, declared here from the header of Mooncake v0.3.12.post1
 // and resolved from libmooncake_store.so with dlopen at open time: the
 // driver builds, and loads, on machines without Mooncake.
+//
+// The driver passes structs across that API (mooncake_replicate_config_t)
+// and reads results whose conventions change between versions, so it loads
+// only a library that says it was built from the sources it was written
+// for: upstream's library carries no version, so scripts/build-mooncake
+// links one in, as the symbol kvblob_mooncake_source_version.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +27,13 @@ struct ReplicateConfig {
     size_t preferred_segments_count;
 };
 
+// The Mooncake version whose C API this driver speaks.
+inline constexpr const char *kSupportedVersion = "0.3.12.post1";
+
 struct StoreApi {
+    // const char *kvblob_mooncake_source_version(void): the Mooncake
+    // release the library was built from (scripts/build-mooncake adds it).
+    const char *(*source_version)();
     mooncake_store_t (*create)();
     void (*destroy)(mooncake_store_t);
     int (*setup)(mooncake_store_t, const char *local_hostname, const char *metadata_server,
@@ -33,6 +45,7 @@ struct StoreApi {
     int (*batch_get_into)(mooncake_store_t, const char **keys, void **buffers, const size_t *sizes, size_t count,
                           int64_t *results_out);
     int (*batch_is_exist)(mooncake_store_t, const char **keys, size_t count, int *results_out);
+    int64_t (*get_size)(mooncake_store_t, const char *key);
     int (*register_buffer)(mooncake_store_t, void *buffer, size_t size);
     int (*unregister_buffer)(mooncake_store_t, void *buffer);
     // Optional: remove (when present, the driver declares remove).

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Runs a command against a real Mooncake store: starts mooncake_master, with
+# its HTTP metadata server, on free loopback ports, and stops it afterwards,
+# whatever the command does.
+#
+#   with_mooncake.sh COMMAND...
+#
+# The Mooncake build is scripts/build-mooncake's prefix: KVBLOB_MOONCAKE_PREFIX,
+# or the one that script names for the sources in KVBLOB_THIRDPARTY (default
+# ../shared/thirdparty beside the repository). Without a complete build the
+# command does not run and this exits 77 (skipped), saying why.
+#
+# The command runs through sh -c with:
+#   KVBLOB_MOONCAKE_LIBRARY     the prefix's lib/libmooncake_store.so
+#   KVBLOB_MOONCAKE_MASTER      127.0.0.1:RPC_PORT
+#   KVBLOB_MOONCAKE_METADATA    http://127.0.0.1:HTTP_PORT/metadata
+#   KVBLOB_MOONCAKE_MASTER_PID  the master's pid (a test may stop it)
+#   KVBLOB_MOONCAKE_OPTIONS     the driver options naming all of the above
+#   KVBLOB_MOONCAKE_LEASE_MS    the master's default_kv_lease_ttl
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+prefix=${KVBLOB_MOONCAKE_PREFIX:-}
+if [ -z "$prefix" ]; then
+  if ! prefix=$("$repo/scripts/build-mooncake" --print-prefix 2>/tmp/kvblob-mooncake-prefix.$$); then
+    echo "skipped: $(cat /tmp/kvblob-mooncake-prefix.$$)"
+    rm -f /tmp/kvblob-mooncake-prefix.$$
+    exit 77
+  fi
+  rm -f /tmp/kvblob-mooncake-prefix.$$
+fi
+if [ ! -f "$prefix/.complete" ]; then
+  echo "skipped: no Mooncake build at $prefix (scripts/build-mooncake builds it; scripts/test-mooncake builds it and runs these tests)"
+  exit 77
+fi
+master_bin="$prefix/bin/mooncake_master"
+library="$prefix/lib/libmooncake_store.so"
+
+# A short lease: the master's default (10 s) makes every remove within 10 s
+# of a put, get or probe answer OBJECT_HAS_LEASE; the driver waits leases
+# out up to remove_lease_wait_ms.
+lease_ms=${KVBLOB_MOONCAKE_LEASE_MS:-200}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/kvblob-mooncake.XXXXXX")
+master=""
+stop_master() {
+  if [ -n "$master" ]; then
+    kill -CONT "$master" 2>/dev/null || true  # a test may have left it stopped
+    kill "$master" 2>/dev/null || true
+    wait "$master" 2>/dev/null || true
+  fi
+}
+cleanup() {
+  stop_master
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+started=0
+for attempt in $(seq 1 20); do
+  rpc=$((20000 + RANDOM % 30000)); http=$((rpc + 1)); metrics=$((rpc + 2))
+  if port_open "$rpc" || port_open "$http" || port_open "$metrics"; then continue; fi
+  "$master_bin" --rpc_address=127.0.0.1 --rpc_port="$rpc" \
+    --enable_http_metadata_server=true --http_metadata_server_host=127.0.0.1 \
+    --http_metadata_server_port="$http" --metrics_port="$metrics" --enable_metric_reporting=false \
+    --default_kv_lease_ttl="$lease_ms" >"$work/master.$attempt.log" 2>&1 &
+  master=$!
+  # Ready when both its ports accept: the signal the master gives.
+  for _ in $(seq 1 600); do
+    if port_open "$rpc" && port_open "$http"; then started=1; break; fi
+    kill -0 "$master" 2>/dev/null || break
+    sleep 0.05
+  done
+  [ "$started" = 1 ] && break
+  stop_master
+  master=""
+done
+if [ "$started" != 1 ]; then
+  echo "with_mooncake.sh: could not start $master_bin on loopback; its last log:" >&2
+  tail -20 "$work"/master.*.log >&2 || true
+  exit 1
+fi
+
+export KVBLOB_MOONCAKE_LIBRARY="$library"
+export KVBLOB_MOONCAKE_MASTER="127.0.0.1:$rpc"
+export KVBLOB_MOONCAKE_METADATA="http://127.0.0.1:$http/metadata"
+export KVBLOB_MOONCAKE_MASTER_PID="$master"
+export KVBLOB_MOONCAKE_LEASE_MS="$lease_ms"
+export KVBLOB_MOONCAKE_OPTIONS="--option library=$library --option master_server_address=$KVBLOB_MOONCAKE_MASTER --option metadata_server=$KVBLOB_MOONCAKE_METADATA --option local_hostname=127.0.0.1 --option protocol=tcp --option global_segment_size=64M --option local_buffer_size=16M --option remove_lease_wait_ms=$((lease_ms * 10))"
+echo "mooncake_master: $master_bin (pid $master, rpc $rpc, http $http, lease ${lease_ms} ms)"
+
+set +e
+sh -c "$*"
+rc=$?
+if ! kill -0 "$master" 2>/dev/null; then
+  echo "with_mooncake.sh: the master is gone; its log:" >&2
+  tail -20 "$work"/master.*.log >&2 || true
+fi
+exit $rc

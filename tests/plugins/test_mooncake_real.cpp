@@ -1,0 +1,149 @@
+// The Mooncake driver against a real Mooncake store, started by
+// tests/mooncake/with_mooncake.sh (KVBLOB_MOONCAKE_MASTER and friends name
+// it). Without it, these tests say why and pass nothing off as checked.
+#include <dlfcn.h>
+#include <signal.h>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "plugins/driver_harness.hpp"
+
+using kvblob::OpKind;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char *env(const char *name) { return std::getenv(name); }
+
+bool have_real_store()
+{
+    if (env("KVBLOB_MOONCAKE_MASTER") && env("KVBLOB_MOONCAKE_LIBRARY")) return true;
+    MESSAGE("skipped: needs a real Mooncake store (run through tests/mooncake/with_mooncake.sh)");
+    return false;
+}
+
+kvblob::Options real_options(const std::string &library)
+{
+    return {{"library", library},
+            {"master_server_address", env("KVBLOB_MOONCAKE_MASTER")},
+            {"metadata_server", env("KVBLOB_MOONCAKE_METADATA")},
+            {"local_hostname", "127.0.0.1"},
+            {"protocol", "tcp"},
+            {"global_segment_size", "64M"},
+            {"local_buffer_size", "16M"}};
+}
+
+std::string unique_prefix(const char *tag)
+{
+    return std::string(tag) + "-" + std::to_string(::getpid()) + "-" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "/";
+}
+
+// A buffer that lives for the process: an operation whose access is
+// unprovable pins its region, and the host must keep that memory (R-REG-2).
+Buffer &kept_buffer(DriverHarness &h, size_t size) { return *new Buffer(h.buffer(size)); }
+
+}  // namespace
+
+TEST_CASE("mooncake real: each batch call the library refuses as a whole gives FAULT rows, and no READY row for data not stored")
+{
+    if (!have_real_store()) return;
+    const char *shim = KVBLOB_MOONCAKE_SHIM;
+    ::setenv("KVBLOB_MOONCAKE_REAL_LIBRARY", env("KVBLOB_MOONCAKE_LIBRARY"), 1);
+    auto options = real_options(shim);
+    options.emplace_back("prefix", unique_prefix("whole"));
+    DriverHarness h("mooncake", options);
+    // The shim the driver loaded: the next batch call reaches the real
+    // library with a NULL results array, which it refuses (-1, nothing
+    // written, through its own code).
+    void *handle = ::dlopen(shim, RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(handle != nullptr);
+    auto refuse_next = reinterpret_cast<void (*)()>(::dlsym(handle, "kvblob_shim_refuse_next_batch"));
+    auto refused = reinterpret_cast<int (*)()>(::dlsym(handle, "kvblob_shim_refused_count"));
+    REQUIRE((refuse_next && refused));
+
+    constexpr uint64_t rows = 16, size = 64 << 10;
+    auto &src = kept_buffer(h, rows * size);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 11);
+    Batch puts;
+    for (uint64_t r = 0; r < rows; ++r) puts.row("k" + std::to_string(r), {make_span(src.handle(), r * size, size)});
+
+    refuse_next();
+    auto put = h.submit(OpKind::put, puts);
+    REQUIRE(put.wait(30s));
+    CHECK(refused() == 1);
+    for (uint64_t r = 0; r < rows; ++r) {
+        CHECK(put.results()[r].result == KVBLOB_ROW_FAULT);
+        CHECK(put.message(r).find("mooncake_store_batch_put_from failed as a whole") != std::string::npos);
+    }
+    CHECK(put.access() == KVBLOB_ACCESS_UNPROVABLE);
+    // Nothing was stored, and nothing says it was.
+    Batch probes;
+    for (uint64_t r = 0; r < rows; ++r) probes.row("k" + std::to_string(r), {});
+    for (const auto &row : h.run(OpKind::probe, probes)) CHECK(row.result == KVBLOB_ROW_MISS);
+
+    // Stored for real, then a get the library refuses: FAULT, not READY,
+    // not MISS, and its access unprovable.
+    auto &good = kept_buffer(h, size);
+    fill_pattern(good.bytes.data(), size, 12);
+    REQUIRE(h.one(OpKind::put, "stored", {make_span(good.handle(), 0, size)}) == KVBLOB_ROW_READY);
+    auto &dst = kept_buffer(h, size);
+    refuse_next();
+    Batch gets;
+    gets.row("stored", {make_span(dst.handle(), 0, size)});
+    auto get = h.submit(OpKind::get, gets);
+    REQUIRE(get.wait(30s));
+    CHECK(refused() == 2);
+    CHECK(get.results()[0].result == KVBLOB_ROW_FAULT);
+    CHECK(get.access() == KVBLOB_ACCESS_UNPROVABLE);
+
+    // A probe the library refuses: FAULT, never MISS (R-ROW-4).
+    refuse_next();
+    CHECK(h.one(OpKind::probe, "stored") == KVBLOB_ROW_FAULT);
+    CHECK(refused() == 3);
+    CHECK(h.one(OpKind::probe, "stored") == KVBLOB_ROW_READY);  // the store itself is fine
+}
+
+TEST_CASE("mooncake real: a master stopped mid-batch gives FAULT rows, never READY for data not stored, and serves again")
+{
+    if (!have_real_store()) return;
+    const char *pid_text = env("KVBLOB_MOONCAKE_MASTER_PID");
+    REQUIRE(pid_text != nullptr);
+    const pid_t master = static_cast<pid_t>(std::atoi(pid_text));
+    // Client-to-master RPCs give up after 2 s instead of 30 s.
+    ::setenv("MC_RPC_TIMEOUT_MS", "2000", 1);
+    auto options = real_options(env("KVBLOB_MOONCAKE_LIBRARY"));
+    options.emplace_back("prefix", unique_prefix("stopped"));
+    DriverHarness h("mooncake", options);
+    constexpr uint64_t rows = 16, size = 64 << 10;
+    auto &src = kept_buffer(h, rows * size);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 21);
+    REQUIRE(h.one(OpKind::put, "warm", {make_span(src.handle(), 0, size)}) == KVBLOB_ROW_READY);
+
+    Batch puts;
+    for (uint64_t r = 0; r < rows; ++r) puts.row("s" + std::to_string(r), {make_span(src.handle(), r * size, size)});
+    REQUIRE(::kill(master, SIGSTOP) == 0);
+    auto put = h.submit(OpKind::put, puts);
+    const bool done = put.wait(60s);
+    REQUIRE(::kill(master, SIGCONT) == 0);
+    REQUIRE(done);
+    for (uint64_t r = 0; r < rows; ++r) {
+        CHECK(put.results()[r].result == KVBLOB_ROW_FAULT);
+        INFO(put.message(r));
+    }
+    MESSAGE("a put to a stopped master answers: " << put.message(0));
+
+    // After the master resumes, no row the put did not store is READY to a
+    // get, and the store serves new work.
+    auto &dst = kept_buffer(h, rows * size);
+    Batch gets;
+    for (uint64_t r = 0; r < rows; ++r) gets.row("s" + std::to_string(r), {make_span(dst.handle(), r * size, size)});
+    const auto got = h.run(OpKind::get, gets);
+    for (uint64_t r = 0; r < rows; ++r) CHECK(got[r].result != KVBLOB_ROW_READY);
+    CHECK(h.one(OpKind::put, "after", {make_span(src.handle(), 0, size)}) == KVBLOB_ROW_READY);
+    ::unsetenv("MC_RPC_TIMEOUT_MS");
+}
