@@ -19,6 +19,7 @@ std::optional<Baseline> baseline_for(const std::string &driver, const Options &o
     if (driver == "memory" || driver == "minimal") return memcpy_baseline();
     if (driver == "file") return posix_baseline(option_value(options, "root"), option_value(options, "fsync", "none"));
     if (driver == "redis") return hiredis_baseline(options, why_none);
+    if (driver == "mooncake") return mooncake_baseline(options);
     why_none = "no baseline is known for driver '" + driver + "'";
     return std::nullopt;
 }

@@ -2,7 +2,8 @@
 // what the medium itself does without kvblob in the way. memcpy for the
 // memory driver (its physical limit), raw pwrite/pread in the same
 // directory for the file driver, raw pipelined hiredis SET/GET to the same
-// server for the Redis driver.
+// server for the Redis driver, raw batch calls of Mooncake store's C API
+// to the same master for the Mooncake driver.
 #pragma once
 
 #include <functional>
@@ -30,5 +31,6 @@ Baseline memcpy_baseline();
 Baseline cuda_copy_baseline();  // rows in device memory, whatever the driver
 Baseline posix_baseline(const std::string &root, const std::string &fsync);
 std::optional<Baseline> hiredis_baseline(const Options &options, std::string &why_none);
+Baseline mooncake_baseline(const Options &options);
 
 }  // namespace kvblob::bench

@@ -10,7 +10,6 @@
 #include <stdexcept>
 #include <thread>
 
-
 namespace kvblob::mooncake {
 
 extern const kvblob_option_desc_t *const mooncake_options;
@@ -25,6 +24,12 @@ std::unique_ptr<MooncakeDriver> MooncakeDriver::open(const kvblob_open_args_t &a
     support::apply_limits(o, caps);
     if (caps.max_spans_per_row != 1)
         throw support::OptionError("option 'max_spans' must be 1: Mooncake moves one buffer per key");
+    const int64_t lease_wait_ms = o.integer("remove_lease_wait_ms");
+    if (lease_wait_ms < 0) throw support::OptionError("option 'remove_lease_wait_ms' must be 0 or more");
+    // The store takes 0 (nothing) or at least 1 KiB for each size.
+    for (const char *name : {"global_segment_size", "local_buffer_size"})
+        if (const uint64_t v = o.bytes(name); v != 0 && v < 1024)
+            throw support::OptionError(std::string("option '") + name + "' must be 0 or at least 1K (Mooncake's rule)");
 
     std::unique_ptr<StoreLibrary> library;
     try {
@@ -32,12 +37,6 @@ std::unique_ptr<MooncakeDriver> MooncakeDriver::open(const kvblob_open_args_t &a
     } catch (const std::exception &e) {
         throw support::OpenError(KVBLOB_E_STORE, e.what());
     }
-    const int64_t lease_wait_ms = o.integer("remove_lease_wait_ms");
-    if (lease_wait_ms < 0) throw support::OptionError("option 'remove_lease_wait_ms' must be 0 or more");
-    // The store takes 0 (nothing) or at least 1 KiB for each size.
-    for (const char *name : {"global_segment_size", "local_buffer_size"})
-        if (const uint64_t v = o.bytes(name); v != 0 && v < 1024)
-            throw support::OptionError(std::string("option '") + name + "' must be 0 or at least 1K (Mooncake's rule)");
     const StoreApi &api = library->api();
     if (api.remove) caps.flags |= KVBLOB_CAP_REMOVE;
     mooncake_store_t store = api.create();

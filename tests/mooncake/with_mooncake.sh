@@ -37,10 +37,11 @@ fi
 master_bin="$prefix/bin/mooncake_master"
 library="$prefix/lib/libmooncake_store.so"
 
-# A short lease: the master's default (10 s) makes every remove within 10 s
-# of a put, get or probe answer OBJECT_HAS_LEASE; the driver waits leases
-# out up to remove_lease_wait_ms.
-lease_ms=${KVBLOB_MOONCAKE_LEASE_MS:-200}
+# A shorter lease than the master's default (10 s), which makes every remove
+# within 10 s of a put, get or probe answer OBJECT_HAS_LEASE (the driver
+# waits leases out up to remove_lease_wait_ms), yet long enough that a get
+# on a loaded machine ends before its lease does (else LEASE_EXPIRED).
+lease_ms=${KVBLOB_MOONCAKE_LEASE_MS:-2000}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kvblob-mooncake.XXXXXX")
 master=""
@@ -89,7 +90,7 @@ export KVBLOB_MOONCAKE_MASTER="127.0.0.1:$rpc"
 export KVBLOB_MOONCAKE_METADATA="http://127.0.0.1:$http/metadata"
 export KVBLOB_MOONCAKE_MASTER_PID="$master"
 export KVBLOB_MOONCAKE_LEASE_MS="$lease_ms"
-export KVBLOB_MOONCAKE_OPTIONS="--option library=$library --option master_server_address=$KVBLOB_MOONCAKE_MASTER --option metadata_server=$KVBLOB_MOONCAKE_METADATA --option local_hostname=127.0.0.1 --option protocol=tcp --option global_segment_size=64M --option local_buffer_size=16M --option remove_lease_wait_ms=$((lease_ms * 10))"
+export KVBLOB_MOONCAKE_OPTIONS="--option library=$library --option master_server_address=$KVBLOB_MOONCAKE_MASTER --option metadata_server=$KVBLOB_MOONCAKE_METADATA --option local_hostname=127.0.0.1 --option protocol=tcp --option global_segment_size=64M --option local_buffer_size=16M --option remove_lease_wait_ms=$((lease_ms * 5))"
 echo "mooncake_master: $master_bin (pid $master, rpc $rpc, http $http, lease ${lease_ms} ms)"
 
 set +e

@@ -1,0 +1,185 @@
+// Raw Mooncake store C API to the Mooncake driver's master: each lane is its
+// own client (mooncake_store_setup with the driver's options), registers its
+// buffer, and a batch is one batch_put_from, batch_get_into or
+// batch_is_exist call. Nothing else: no confirmation of a put's 0 with
+// batch_is_exist, no worker threads, no results bookkeeping. What the
+// driver adds to these is what its ratio shows.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <stdexcept>
+#include <vector>
+
+#include "baseline.hpp"
+#include "kvblob/host/batch.hpp"
+
+namespace kvblob::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Api {
+    void *(*create)();
+    void (*destroy)(void *);
+    int (*setup)(void *, const char *, const char *, uint64_t, uint64_t, const char *, const char *, const char *);
+    int (*batch_put_from)(void *, const char **, void **, const size_t *, size_t, const void *, int *);
+    int (*batch_get_into)(void *, const char **, void **, const size_t *, size_t, int64_t *);
+    int (*batch_is_exist)(void *, const char **, size_t, int *);
+    int (*register_buffer)(void *, void *, size_t);
+    int (*unregister_buffer)(void *, void *);
+    int (*remove)(void *, const char *, int);
+};
+
+struct ReplicateConfig {  // store_c.h's mooncake_replicate_config_t
+    size_t replica_num;
+    int with_soft_pin;
+    int with_hard_pin;
+    const char **preferred_segments;
+    size_t preferred_segments_count;
+};
+
+struct Settings {
+    std::string library = "libmooncake_store.so", hostname = "localhost",
+                metadata = "http://127.0.0.1:8080/metadata", master = "127.0.0.1:50051", protocol = "tcp", device;
+    uint64_t segment = 512ull << 20, local_buffer = 128ull << 20, replicas = 1;
+};
+
+uint64_t parse_size(const std::string &text)
+{
+    char *end = nullptr;
+    uint64_t v = std::strtoull(text.c_str(), &end, 10);
+    switch (end && *end ? *end : ' ') {
+    case 'K': case 'k': return v << 10;
+    case 'M': case 'm': return v << 20;
+    case 'G': case 'g': return v << 30;
+    default: return v;
+    }
+}
+
+template <class F>
+void bind(void *h, const char *name, F &slot)
+{
+    slot = reinterpret_cast<F>(::dlsym(h, name));
+    if (!slot) throw std::runtime_error(std::string("mooncake baseline: the library has no ") + name);
+}
+
+class MooncakeLane : public Lane {
+public:
+    MooncakeLane(const Point &p, const Settings &s, unsigned lane) : p_(p), buf_(p.size * p.batch)
+    {
+        void *h = ::dlopen(s.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!h) throw std::runtime_error("mooncake baseline: cannot load " + s.library + ": " + ::dlerror());
+        bind(h, "mooncake_store_create", api_.create);
+        bind(h, "mooncake_store_destroy", api_.destroy);
+        bind(h, "mooncake_store_setup", api_.setup);
+        bind(h, "mooncake_store_batch_put_from", api_.batch_put_from);
+        bind(h, "mooncake_store_batch_get_into", api_.batch_get_into);
+        bind(h, "mooncake_store_batch_is_exist", api_.batch_is_exist);
+        bind(h, "mooncake_store_register_buffer", api_.register_buffer);
+        bind(h, "mooncake_store_unregister_buffer", api_.unregister_buffer);
+        bind(h, "mooncake_store_remove", api_.remove);
+        store_ = api_.create();
+        if (!store_ || api_.setup(store_, s.hostname.c_str(), s.metadata.c_str(), s.segment, s.local_buffer,
+                                  s.protocol.c_str(), s.device.c_str(), s.master.c_str()) != 0)
+            throw std::runtime_error("mooncake baseline: cannot set up a client of master " + s.master);
+        config_ = {s.replicas, 0, 0, nullptr, 0};
+        fill_pattern(buf_.data(), buf_.size(), lane + 1);
+        if (api_.register_buffer(store_, buf_.data(), buf_.size()) != 0)
+            throw std::runtime_error("mooncake baseline: cannot register the lane's buffer");
+        for (uint64_t r = 0; r < p.batch; ++r) {
+            keys_.push_back("kvblob-bench-baseline/" + std::to_string(::getpid()) + "/" + std::to_string(lane) + "/" +
+                            std::to_string(r));
+            buffers_.push_back(buf_.data() + r * p.size);
+            sizes_.push_back(p.size);
+        }
+        for (const auto &k : keys_) key_ptrs_.push_back(k.c_str());
+    }
+    void prepare() override
+    {
+        if (p_.op != BenchOp::put && call(BenchOp::put).errors) throw std::runtime_error("cannot store the rows to read");
+    }
+    Sample step() override { return call(p_.op); }
+    void between() override
+    {
+        if (p_.op == BenchOp::put) remove_keys();
+    }
+    ~MooncakeLane() override
+    {
+        remove_keys();
+        api_.unregister_buffer(store_, buf_.data());
+        api_.destroy(store_);
+    }
+
+private:
+    void remove_keys()
+    {
+        for (const char *k : key_ptrs_) api_.remove(store_, k, 1);  // no reader of these but this lane
+    }
+    Sample call(BenchOp op)
+    {
+        Sample s;
+        std::vector<int> ints(p_.batch, INT_MIN);
+        std::vector<int64_t> longs(p_.batch, INT64_MIN);
+        const auto t0 = Clock::now();
+        int rc = -1;
+        switch (op) {
+        case BenchOp::put:
+            rc = api_.batch_put_from(store_, key_ptrs_.data(), buffers_.data(), sizes_.data(), p_.batch, &config_,
+                                     ints.data());
+            break;
+        case BenchOp::get:
+            rc = api_.batch_get_into(store_, key_ptrs_.data(), buffers_.data(), sizes_.data(), p_.batch, longs.data());
+            break;
+        case BenchOp::probe: rc = api_.batch_is_exist(store_, key_ptrs_.data(), p_.batch, ints.data()); break;
+        }
+        s.complete = Clock::now() - t0;
+        for (uint64_t r = 0; r < p_.batch; ++r) {
+            const bool ok = rc == 0 && (op == BenchOp::put     ? ints[r] == 0
+                                        : op == BenchOp::probe ? ints[r] == 1
+                                                               : longs[r] == static_cast<int64_t>(p_.size));
+            if (ok) {
+                ++s.rows;
+                if (op != BenchOp::probe) s.bytes += p_.size;
+            } else if (!s.errors++) {
+                s.error = "mooncake baseline: call " + std::to_string(rc) + ", row answer " +
+                          std::to_string(op == BenchOp::get ? longs[r] : ints[r]);
+            }
+        }
+        return s;
+    }
+
+    const Point p_;
+    Api api_{};
+    void *store_ = nullptr;
+    ReplicateConfig config_{};
+    std::vector<uint8_t> buf_;
+    std::vector<std::string> keys_;
+    std::vector<const char *> key_ptrs_;
+    std::vector<void *> buffers_;
+    std::vector<size_t> sizes_;
+};
+
+}  // namespace
+
+Baseline mooncake_baseline(const Options &options)
+{
+    Settings s;
+    for (const auto &[k, v] : options) {
+        if (k == "library") s.library = v;
+        else if (k == "local_hostname") s.hostname = v;
+        else if (k == "metadata_server") s.metadata = v;
+        else if (k == "master_server_address") s.master = v;
+        else if (k == "protocol") s.protocol = v;
+        else if (k == "device_name") s.device = v;
+        else if (k == "global_segment_size") s.segment = parse_size(v);
+        else if (k == "local_buffer_size") s.local_buffer = parse_size(v);
+        else if (k == "replica_num") s.replicas = parse_size(v);
+    }
+    return Baseline{"mooncake C API", [](BenchOp) { return true; },
+                    [s](const Point &p, unsigned lane) { return std::make_unique<MooncakeLane>(p, s, lane); }};
+}
+
+}  // namespace kvblob::bench
