@@ -75,7 +75,7 @@ TEST_CASE("kvblob-info usage errors exit 2, while --help and --version exit 0")
     CHECK(help.output.find("Exit codes") != std::string::npos);
     auto version = info("--version");
     CHECK(version.exit_code == 0);
-    CHECK(version.output.find("ABI 1.0") != std::string::npos);
+    CHECK(version.output.find("ABI 1.1") != std::string::npos);
 }
 
 TEST_CASE("KVBLOB_LOADER_DEBUG traces every stage")

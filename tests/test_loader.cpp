@@ -50,7 +50,7 @@ TEST_CASE("the well-formed fixture loads, opens, and reports what it declared")
     auto plugin = kvblob::Plugin::load(fixture("good"));
     CHECK(plugin.name() == "fixture");
     CHECK(plugin.version() == "0.0.1");
-    CHECK(plugin.abi_version() == KVBLOB_ABI_VERSION);
+    CHECK(plugin.abi_version() == KVBLOB_ABI_1_0);  // the fixture speaks 1.0 only
     REQUIRE(plugin.options().size() == 1);
     CHECK(std::string(plugin.options()[0].name) == "greeting");
     auto driver = plugin.open();
@@ -72,8 +72,10 @@ TEST_CASE("load failures: stage, rule and message")
     expect("small_struct", S::validate, "R-LOAD-4", "struct_size 16");
     expect("null_slot", S::validate, "R-LOAD-5", "'poll' is NULL");
     expect("empty_name", S::validate, "R-LOAD-6", "name is NULL, empty");
-    expect("reserved_cap", S::init, "R-LOAD-8", "reserved capability bits set: 0x10000000000");
+    expect("reserved_cap", S::init, "R-LOAD-8", "reserved capability bits set for ABI 1.0: 0x10000000000");
     expect("zero_limit", S::init, "R-LOAD-8", "max_key_bytes is 0");
+    expect("notify_at_1_0", S::init, "R-LOAD-8", "reserved capability bits set for ABI 1.0: 0x40");
+    expect("reserved_option_flag", S::validate, "R-LOAD-7", "option 'greeting' sets reserved flag bits");
     expect("open_fails", S::init, "R-LOAD-9", "cannot reach the store at fixture://nowhere");
 }
 

@@ -169,21 +169,24 @@ static kvblob_status nd_drain(kvblob_driver_t *d, uint64_t timeout_ns)
 }
 
 static const kvblob_plugin_t plugin = {
-    sizeof(kvblob_plugin_t), KVBLOB_ABI_VERSION, KVBLOB_CONTRACT_VERSION, 0,
+    KVBLOB_PLUGIN_SIZE_1_0, KVBLOB_ABI_1_0, KVBLOB_CONTRACT_VERSION, 0,
     "null", "0.1.0", "Completes every operation at once and moves no bytes: measures the host's cost per row.",
     NULL, 0,
     nd_open, nd_close, nd_get_extension, nd_register, nd_unregister,
     nd_put, nd_get, nd_get /* probe: MISS */, nd_put /* remove: READY */,
     nd_poll, nd_results, nd_row_message, nd_access, nd_cancel, nd_release, nd_drain,
+    NULL, /* option_flags: a 1.1 member, unused by a 1.0 table */
 };
 
+/* This driver speaks ABI 1.0: it answers 1.0 whenever the host's range
+ * holds it, whatever else the host also speaks (R-LOAD-3). */
 kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
 {
-    if (n->host_min_abi_version > KVBLOB_ABI_VERSION || n->host_max_abi_version < KVBLOB_ABI_VERSION) {
-        n->chosen_abi_version = KVBLOB_ABI_VERSION;
+    if (n->host_min_abi_version > KVBLOB_ABI_1_0 || n->host_max_abi_version < KVBLOB_ABI_1_0) {
+        n->chosen_abi_version = KVBLOB_ABI_1_0; /* say which one we speak */
         return KVBLOB_E_UNSUPPORTED;
     }
-    n->chosen_abi_version = KVBLOB_ABI_VERSION;
+    n->chosen_abi_version = KVBLOB_ABI_1_0;
     n->plugin = &plugin;
     return KVBLOB_OK;
 }

@@ -483,21 +483,24 @@ static kvblob_status md_drain(kvblob_driver_t *d, uint64_t timeout_ns)
 /* ---- the table and the entry --------------------------------------------------- */
 
 static const kvblob_plugin_t plugin = {
-    sizeof(kvblob_plugin_t), KVBLOB_ABI_VERSION, KVBLOB_CONTRACT_VERSION, 0,
+    KVBLOB_PLUGIN_SIZE_1_0, KVBLOB_ABI_1_0, KVBLOB_CONTRACT_VERSION, 0,
     "minimal", "1.0.0", "A vendor's minimal in-process driver in plain C.",
     options, sizeof(options) / sizeof(options[0]),
     md_open, md_close, md_get_extension, md_register, md_unregister,
     md_put, md_get, md_probe, md_remove,
     md_poll, md_results, md_row_message, md_access, md_cancel, md_release, md_drain,
+    NULL, /* option_flags: a 1.1 member, unused by a 1.0 table */
 };
 
+/* This driver speaks ABI 1.0: it answers 1.0 whenever the host's range
+ * holds it, whatever else the host also speaks (R-LOAD-3). */
 kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
 {
-    if (n->host_min_abi_version > KVBLOB_ABI_VERSION || n->host_max_abi_version < KVBLOB_ABI_VERSION) {
-        n->chosen_abi_version = KVBLOB_ABI_VERSION; /* say which one we speak */
+    if (n->host_min_abi_version > KVBLOB_ABI_1_0 || n->host_max_abi_version < KVBLOB_ABI_1_0) {
+        n->chosen_abi_version = KVBLOB_ABI_1_0; /* say which one we speak */
         return KVBLOB_E_UNSUPPORTED;
     }
-    n->chosen_abi_version = KVBLOB_ABI_VERSION;
+    n->chosen_abi_version = KVBLOB_ABI_1_0;
     n->plugin = &plugin;
     return KVBLOB_OK;
 }

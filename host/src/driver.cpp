@@ -70,11 +70,15 @@ CallError::CallError(kvblob_status status, std::string rule, const std::string &
 
 // ---- DriverCore -----------------------------------------------------------
 
-DriverCore::DriverCore(std::shared_ptr<Library> lib, const kvblob_plugin_t *t, std::string n, LogSink s)
-    : library(std::move(lib)), table(t), name(std::move(n)), services_(std::make_unique<Services>())
+DriverCore::DriverCore(std::shared_ptr<Library> lib, const kvblob_plugin_t *t, std::string n, LogSink s,
+                       uint32_t abi)
+    : library(std::move(lib)), table(t), name(std::move(n)), abi_version(abi),
+      services_(std::make_unique<Services>())
 {
     services_->sink = std::move(s);
-    services_->table.struct_size = sizeof services_->table;
+    // Sized for the negotiated version: a 1.0 driver sees a 1.0 record.
+    services_->table.struct_size =
+        abi >= KVBLOB_ABI_1_1 ? sizeof services_->table : KVBLOB_HOST_SERVICES_SIZE_1_0;
     services_->table.context = &services_->sink;
     services_->table.log = &log_trampoline;
 }

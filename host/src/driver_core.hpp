@@ -28,7 +28,8 @@ namespace kvblob {
 
 class DriverCore {
 public:
-    DriverCore(std::shared_ptr<Library> library, const kvblob_plugin_t *table, std::string name, LogSink sink);
+    DriverCore(std::shared_ptr<Library> library, const kvblob_plugin_t *table, std::string name, LogSink sink,
+               uint32_t abi_version = KVBLOB_ABI_VERSION);
     DriverCore(const DriverCore &) = delete;
     DriverCore &operator=(const DriverCore &) = delete;
     ~DriverCore();
@@ -64,6 +65,8 @@ public:
     std::shared_ptr<Library> library;
     const kvblob_plugin_t *table;
     std::string name;
+    // The version negotiated with the plugin: what the driver may use.
+    uint32_t abi_version;
     kvblob_driver_t *handle = nullptr;
     kvblob_caps_t caps{};
     const kvblob_scenarios_t *scenarios = nullptr;

@@ -100,7 +100,15 @@ void check_slots(const kvblob_plugin_t &t, std::vector<LoadProblem> &problems)
             problems.push_back({"R-LOAD-5", std::string("mandatory slot '") + slot.name + "' is NULL"});
 }
 
-void check_options(const kvblob_plugin_t &t, std::vector<LoadProblem> &problems)
+// The ABI 1.1 option flags, when the negotiated version and the table's
+// size both cover them; NULL otherwise.
+const kvblob_option_flags *option_flags(const kvblob_plugin_t &t, uint32_t abi)
+{
+    if (abi < KVBLOB_ABI_1_1 || t.struct_size < sizeof(kvblob_plugin_t)) return nullptr;
+    return t.option_flags;
+}
+
+void check_options(const kvblob_plugin_t &t, uint32_t abi, std::vector<LoadProblem> &problems)
 {
     if (t.option_count == 0) return;
     if (!t.options) {
@@ -129,17 +137,26 @@ void check_options(const kvblob_plugin_t &t, std::vector<LoadProblem> &problems)
             problems.push_back({"R-LOAD-7", "option '" + name + "' is a choice without choices"});
         if (!seen.insert(name).second)
             problems.push_back({"R-LOAD-7", "option '" + name + "' is described twice"});
+        if (const auto *flags = option_flags(t, abi); flags && (flags[i] & ~KVBLOB_OPTION_FLAG_KNOWN_MASK))
+            problems.push_back({"R-LOAD-7", "option '" + name + "' sets reserved flag bits"});
     }
 }
 
-std::vector<LoadProblem> check_caps(const kvblob_plugin_t &t, const kvblob_caps_t &c)
+std::vector<LoadProblem> check_caps(const kvblob_plugin_t &t, uint32_t abi, const kvblob_caps_t &c,
+                                    const kvblob_host_services_t &services)
 {
     std::vector<LoadProblem> problems;
-    if (c.flags & ~KVBLOB_CAP_KNOWN_MASK) {
+    // A bit defined only in a later ABI version than the negotiated one is
+    // reserved for this driver.
+    const uint64_t known = abi >= KVBLOB_ABI_1_1 ? KVBLOB_CAP_KNOWN_MASK : KVBLOB_CAP_KNOWN_MASK_1_0;
+    if (c.flags & ~known) {
         std::ostringstream hex;
-        hex << std::hex << (c.flags & ~KVBLOB_CAP_KNOWN_MASK);
-        problems.push_back({"R-LOAD-8", "reserved capability bits set: 0x" + hex.str()});
+        hex << std::hex << (c.flags & ~known);
+        problems.push_back({"R-LOAD-8", "reserved capability bits set for ABI " + abi_version_text(abi) + ": 0x" +
+                                            hex.str()});
     }
+    if ((c.flags & KVBLOB_CAP_NOTIFY) && !services.notify)
+        problems.push_back({"R-LOAD-8", "declares notify but the host lent no notify service"});
     if (c.reserved != 0) problems.push_back({"R-LOAD-8", "the capability record's reserved member is not zero"});
     const struct {
         const char *name;
@@ -281,10 +298,10 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
 
     // Stage validate: read no further than the table's own size says.
     const kvblob_plugin_t &t = *n.plugin;
-    if (t.struct_size < sizeof(kvblob_plugin_t))
+    if (t.struct_size < KVBLOB_PLUGIN_SIZE_1_0)
         refuse(file, LoadStage::validate,
                {{"R-LOAD-4", "plugin table struct_size " + std::to_string(t.struct_size) +
-                                 " is smaller than ABI 1.0's " + std::to_string(sizeof(kvblob_plugin_t))}});
+                                 " is smaller than ABI 1.0's " + std::to_string(KVBLOB_PLUGIN_SIZE_1_0)}});
     if (t.abi_version != n.chosen_abi_version)
         problems.push_back({"R-LOAD-4", "the table says ABI " + abi_version_text(t.abi_version) +
                                             " but negotiation chose " + abi_version_text(n.chosen_abi_version)});
@@ -292,7 +309,7 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     if (t.contract_version == 0) problems.push_back({"R-LOAD-4", "contract_version is 0"});
     check_slots(t, problems);
     check_identity(t, problems);
-    check_options(t, problems);
+    check_options(t, n.chosen_abi_version, problems);
     if (!problems.empty()) refuse(file, LoadStage::validate, problems);
     trace(LoadStage::validate, file, std::string("ok: driver '") + t.name + "' " + t.version);
 
@@ -302,6 +319,25 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     plugin.table_ = &t;
     plugin.abi_version_ = n.chosen_abi_version;
     return plugin;
+}
+
+bool Plugin::secret_option(std::string_view name) const
+{
+    if (const auto *flags = option_flags(*table_, abi_version_))
+        for (uint64_t i = 0; i < table_->option_count; ++i)
+            if (table_->options[i].name && name == table_->options[i].name)
+                return (flags[i] & KVBLOB_OPTION_FLAG_SECRET) != 0;
+    // A 1.0 driver cannot mark its secrets: judge by the name, erring on the
+    // side of hiding.
+    return looks_secret(name);
+}
+
+Options Plugin::redacted(const Options &options) const
+{
+    Options out = options;
+    for (auto &[key, value] : out)
+        if (secret_option(key)) value = redacted_value;
+    return out;
 }
 
 std::vector<kvblob_option_desc_t> Plugin::options() const
@@ -319,15 +355,18 @@ Driver Plugin::open(const Options &options, LogSink log) const
     for (const auto &[key, value] : options)
         raw.push_back({sizeof(kvblob_option_t), 0, key.c_str(), value.c_str()});
 
-    auto core = std::make_shared<DriverCore>(library_, table_, name(), log ? std::move(log) : stderr_log_sink(name()));
+    auto core = std::make_shared<DriverCore>(library_, table_, name(), log ? std::move(log) : stderr_log_sink(name()),
+                                             abi_version_);
     kvblob_open_args_t args{};
     args.struct_size = sizeof args;
     args.abi_version = abi_version_;
     args.options = raw.data();
     args.option_count = raw.size();
     args.host = core->services();
+    // Sized for the negotiated version, so a driver writes no member that
+    // version does not define.
     kvblob_caps_t caps{};
-    caps.struct_size = sizeof caps;
+    caps.struct_size = abi_version_ >= KVBLOB_ABI_1_1 ? sizeof caps : KVBLOB_CAPS_SIZE_1_0;
     char err[1024] = {0};
     kvblob_driver_t *handle = nullptr;
     kvblob_status st = core->call(&kvblob_plugin_t::open, "open", KVBLOB_E_INTERNAL, &args, &caps, &handle,
@@ -339,8 +378,9 @@ Driver Plugin::open(const Options &options, LogSink log) const
         reason += err[0] ? std::string(": ") + err : std::string(" without a message");
         refuse(file, LoadStage::init, {{st == KVBLOB_E_BAD_OPTION ? "R-OPN-1" : "R-LOAD-9", reason}});
     }
+    if (abi_version_ < KVBLOB_ABI_1_1) caps.access_end_bound_ns = 0;  // not a 1.0 member
     core->adopt(handle, caps);
-    if (auto problems = check_caps(*table_, caps); !problems.empty()) {
+    if (auto problems = check_caps(*table_, abi_version_, caps, *core->services()); !problems.empty()) {
         core->shutdown(std::chrono::seconds(1));
         refuse(file, LoadStage::init, problems);
     }

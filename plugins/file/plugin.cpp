@@ -37,14 +37,15 @@ extern const kvblob_option_desc_t *const file_options = all_options.data();
 extern const uint64_t file_option_count = all_options.size();
 
 namespace {
-constexpr kvblob_plugin_t plugin_table = support::Glue<FileDriver>::table(
+constexpr auto all_option_flags = support::option_flags(all_options);
+constexpr support::PluginTables plugin_tables = support::tables<FileDriver>(
     "file", "0.1.0", "One file per object under a directory, local or on a shared POSIX filesystem.",
-    all_options.data(), all_options.size(), true, true);
+    all_options.data(), all_options.size(), true, true, all_option_flags.data());
 }  // namespace
 
 }  // namespace kvblob::file
 
 extern "C" KVBLOB_EXPORT kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
 {
-    return kvblob::support::negotiate(n, &kvblob::file::plugin_table);
+    return kvblob::support::negotiate(n, kvblob::file::plugin_tables);
 }

@@ -32,14 +32,15 @@ extern const kvblob_option_desc_t *const memory_options = all_options.data();
 extern const uint64_t memory_option_count = all_options.size();
 
 namespace {
-constexpr kvblob_plugin_t plugin_table = support::Glue<MemoryDriver>::table(
+constexpr auto all_option_flags = support::option_flags(all_options);
+constexpr support::PluginTables plugin_tables = support::tables<MemoryDriver>(
     "memory", "0.1.0", "The reference in-process store: every contract rule, executable.", all_options.data(),
-    all_options.size(), true, true);
+    all_options.size(), true, true, all_option_flags.data());
 }  // namespace
 
 }  // namespace kvblob::memory
 
 extern "C" KVBLOB_EXPORT kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
 {
-    return kvblob::support::negotiate(n, &kvblob::memory::plugin_table);
+    return kvblob::support::negotiate(n, kvblob::memory::plugin_tables);
 }

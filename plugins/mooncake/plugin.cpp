@@ -40,14 +40,15 @@ extern const kvblob_option_desc_t *const mooncake_options = all_options.data();
 extern const uint64_t mooncake_option_count = all_options.size();
 
 namespace {
-constexpr kvblob_plugin_t plugin_table = support::Glue<MooncakeDriver>::table(
+constexpr auto all_option_flags = support::option_flags(all_options);
+constexpr support::PluginTables plugin_tables = support::tables<MooncakeDriver>(
     "mooncake", "0.1.0", "Mooncake store, the distributed KV-cache pool, through its C API (dlopen'd at open).",
-    all_options.data(), all_options.size(), true, true);
+    all_options.data(), all_options.size(), true, true, all_option_flags.data());
 }  // namespace
 
 }  // namespace kvblob::mooncake
 
 extern "C" KVBLOB_EXPORT kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
 {
-    return kvblob::support::negotiate(n, &kvblob::mooncake::plugin_table);
+    return kvblob::support::negotiate(n, kvblob::mooncake::plugin_tables);
 }

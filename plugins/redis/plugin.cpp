@@ -34,14 +34,15 @@ extern const kvblob_option_desc_t *const redis_options = all_options.data();
 extern const uint64_t redis_option_count = all_options.size();
 
 namespace {
-constexpr kvblob_plugin_t plugin_table = support::Glue<RedisDriver>::table(
+constexpr auto all_option_flags = support::option_flags(all_options, {"password"});
+constexpr support::PluginTables plugin_tables = support::tables<RedisDriver>(
     "redis", "0.1.0", "Objects as Redis strings with a CRC32C trailer, on one server or a Redis Cluster.",
-    all_options.data(), all_options.size(), true, true);
+    all_options.data(), all_options.size(), true, true, all_option_flags.data());
 }  // namespace
 
 }  // namespace kvblob::redis
 
 extern "C" KVBLOB_EXPORT kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
 {
-    return kvblob::support::negotiate(n, &kvblob::redis::plugin_table);
+    return kvblob::support::negotiate(n, kvblob::redis::plugin_tables);
 }

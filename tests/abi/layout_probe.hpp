@@ -46,6 +46,7 @@ inline std::vector<LayoutEntry> current_layout()
         KVB_OFF(kvblob_caps_t, flags), KVB_OFF(kvblob_caps_t, max_rows_per_op),
         KVB_OFF(kvblob_caps_t, max_spans_per_row), KVB_OFF(kvblob_caps_t, max_key_bytes),
         KVB_OFF(kvblob_caps_t, max_object_bytes), KVB_OFF(kvblob_caps_t, max_ops_in_flight),
+        KVB_OFF(kvblob_caps_t, access_end_bound_ns),
 
         KVB_SIZE(kvblob_option_t), KVB_OFF(kvblob_option_t, struct_size), KVB_OFF(kvblob_option_t, reserved),
         KVB_OFF(kvblob_option_t, key), KVB_OFF(kvblob_option_t, value),
@@ -57,7 +58,7 @@ inline std::vector<LayoutEntry> current_layout()
 
         KVB_SIZE(kvblob_host_services_t), KVB_OFF(kvblob_host_services_t, struct_size),
         KVB_OFF(kvblob_host_services_t, reserved), KVB_OFF(kvblob_host_services_t, context),
-        KVB_OFF(kvblob_host_services_t, log),
+        KVB_OFF(kvblob_host_services_t, log), KVB_OFF(kvblob_host_services_t, notify),
 
         KVB_SIZE(kvblob_open_args_t), KVB_OFF(kvblob_open_args_t, struct_size),
         KVB_OFF(kvblob_open_args_t, abi_version), KVB_OFF(kvblob_open_args_t, options),
@@ -73,6 +74,7 @@ inline std::vector<LayoutEntry> current_layout()
         KVB_OFF(kvblob_plugin_t, probe), KVB_OFF(kvblob_plugin_t, remove), KVB_OFF(kvblob_plugin_t, poll),
         KVB_OFF(kvblob_plugin_t, results), KVB_OFF(kvblob_plugin_t, row_message), KVB_OFF(kvblob_plugin_t, access),
         KVB_OFF(kvblob_plugin_t, cancel), KVB_OFF(kvblob_plugin_t, release), KVB_OFF(kvblob_plugin_t, drain),
+        KVB_OFF(kvblob_plugin_t, option_flags),
 
         KVB_SIZE(kvblob_negotiation_t), KVB_OFF(kvblob_negotiation_t, struct_size),
         KVB_OFF(kvblob_negotiation_t, host_min_abi_version), KVB_OFF(kvblob_negotiation_t, host_max_abi_version),

@@ -77,6 +77,16 @@ TEST_CASE("older ABI sections of the same major are still honoured (append-only)
     }
 }
 
+TEST_CASE("the ABI 1.0 size constants are the 1.0 section's sizes")
+{
+    std::map<std::string, size_t> v1_0;
+    for (const auto &p : read_table())
+        if (p.version == KVBLOB_ABI_1_0) v1_0[key(p.type, p.member)] = p.value;
+    CHECK(KVBLOB_PLUGIN_SIZE_1_0 == v1_0[key("kvblob_plugin_t", "sizeof")]);
+    CHECK(KVBLOB_CAPS_SIZE_1_0 == v1_0[key("kvblob_caps_t", "sizeof")]);
+    CHECK(KVBLOB_HOST_SERVICES_SIZE_1_0 == v1_0[key("kvblob_host_services_t", "sizeof")]);
+}
+
 TEST_CASE("every struct starts with its uint32_t struct_size")
 {
     for (const auto &e : current_layout())

@@ -13,6 +13,7 @@
 #ifndef KVBLOB_DRIVER_H
 #define KVBLOB_DRIVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -21,6 +22,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Since ABI 1.1: what a notify call announces. */
+typedef uint32_t kvblob_notify_event;
+/* The operation's results are final (poll answers 1). */
+#define KVBLOB_NOTIFY_FINAL 1u
+/* The operation's access ended or became unprovable. */
+#define KVBLOB_NOTIFY_ACCESS 2u
 
 /* What the host lends a driver at open. Owned by the host, valid until close
  * returns KVBLOB_OK. */
@@ -33,7 +41,27 @@ typedef struct kvblob_host_services {
      * by the driver, valid for the duration of the call; the host copies it.
      * Never NULL. [any-thread] */
     void (*log)(void *context, kvblob_log_level level, const char *message);
+    /* Members above are valid for ABI 1.0. */
+
+    /* Since ABI 1.1; may be NULL (then the driver does not declare
+     * KVBLOB_CAP_NOTIFY). A driver that declares KVBLOB_CAP_NOTIFY calls it
+     * for every operation it admitted:
+     * - with KVBLOB_NOTIFY_FINAL once, after poll would answer final;
+     * - with KVBLOB_NOTIFY_ACCESS once, after access would answer ENDED or
+     *   UNPROVABLE.
+     * Never before the state it announces is visible, never twice for one
+     * event, never after release of op returned KVBLOB_OK (release waits
+     * for a notify of its op that is in progress). It may come from inside
+     * the put/get/probe/remove call that admits op, before *out is
+     * returned. The host only wakes its waiters: it never blocks, never
+     * calls back into the driver, and confirms through poll and access.
+     * [any-thread] */
+    void (*notify)(void *context, kvblob_op_t *op, kvblob_notify_event event);
 } kvblob_host_services_t;
+
+/* The size of the ABI 1.0 services record: a driver reads notify only when
+ * the negotiated version is 1.1 or later and struct_size covers it. */
+#define KVBLOB_HOST_SERVICES_SIZE_1_0 ((uint32_t)offsetof(kvblob_host_services_t, notify))
 
 /* The argument of open. Owned by the host, valid for the duration of open:
  * a driver copies what it keeps. */
@@ -108,10 +136,13 @@ typedef struct kvblob_plugin {
                          char *err, uint32_t err_capacity);
     kvblob_status (*get)(kvblob_driver_t *self, const kvblob_batch_t *batch, kvblob_op_t **out,
                          char *err, uint32_t err_capacity);
-    /* Optional: non-NULL exactly when KVBLOB_CAP_PROBE is declared. */
+    /* Optional: NULL means unsupported. Must be non-NULL when the driver
+     * declares KVBLOB_CAP_PROBE; may be non-NULL without it, since one
+     * static table serves drivers whose capabilities differ per open (the
+     * host never calls it then). */
     kvblob_status (*probe)(kvblob_driver_t *self, const kvblob_batch_t *batch, kvblob_op_t **out,
                            char *err, uint32_t err_capacity);
-    /* Optional: non-NULL exactly when KVBLOB_CAP_REMOVE is declared (R-RMV-1). */
+    /* Optional, as probe, with KVBLOB_CAP_REMOVE (R-RMV-1). */
     kvblob_status (*remove)(kvblob_driver_t *self, const kvblob_batch_t *batch, kvblob_op_t **out,
                             char *err, uint32_t err_capacity);
 
@@ -154,8 +185,17 @@ typedef struct kvblob_plugin {
      * (R-DRN-3). [any-thread] */
     kvblob_status (*drain)(kvblob_driver_t *self, uint64_t timeout_ns);
 
-    /* Slots above are valid for ABI 1.0. Later slots go below this line. */
+    /* Slots above are valid for ABI 1.0. Later members go below this line. */
+
+    /* Since ABI 1.1: NULL, or option_count flag words, one per entry of
+     * options (KVBLOB_OPTION_FLAG_*). Read only when the negotiated version
+     * is 1.1 or later and struct_size covers it. */
+    const kvblob_option_flags *option_flags;
 } kvblob_plugin_t;
+
+/* The size of an ABI 1.0 plugin table: the loader accepts any table at
+ * least this large and reads no member its struct_size does not cover. */
+#define KVBLOB_PLUGIN_SIZE_1_0 ((uint32_t)offsetof(kvblob_plugin_t, option_flags))
 
 #ifdef __cplusplus
 }

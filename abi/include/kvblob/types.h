@@ -18,6 +18,7 @@
 #ifndef KVBLOB_TYPES_H
 #define KVBLOB_TYPES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -165,7 +166,23 @@ typedef uint32_t kvblob_access;
 #define KVBLOB_CAP_MULTI_SPAN (UINT64_C(1) << 3)
 #define KVBLOB_CAP_PROBE (UINT64_C(1) << 4)
 #define KVBLOB_CAP_REMOVE (UINT64_C(1) << 5)
-#define KVBLOB_CAP_KNOWN_MASK (UINT64_C(0x3F))
+/* The bits ABI 1.0 defines; a driver negotiated at 1.0 sets no other. */
+#define KVBLOB_CAP_KNOWN_MASK_1_0 (UINT64_C(0x3F))
+
+/* Since ABI 1.1. The driver calls kvblob_host_services_t.notify for every
+ * operation it admits: once when its results are final, once when its
+ * access ends or becomes unprovable. The host then waits without polling.
+ * Declared only when negotiated at 1.1 or later and the host lent a non-NULL
+ * notify; without it the host polls. */
+#define KVBLOB_CAP_NOTIFY (UINT64_C(1) << 6)
+/* Since ABI 1.1. kvblob_caps_t.access_end_bound_ns holds the driver's bound
+ * on the time from an operation's results being final to its access
+ * reporting ENDED (R-ACC-2); 0 means access ends no later than the results
+ * are final. Without this bit the bound is undeclared and a caller uses its
+ * own timeout. */
+#define KVBLOB_CAP_ACCESS_BOUND (UINT64_C(1) << 7)
+/* The bits this header defines; any other bit is reserved. */
+#define KVBLOB_CAP_KNOWN_MASK (UINT64_C(0xFF))
 
 /* The value of a limit that means "no limit of its own". Every limit is
  * positive: a zero limit is a malformed driver and the loader refuses it. */
@@ -184,7 +201,17 @@ typedef struct kvblob_caps {
     uint64_t max_key_bytes;
     uint64_t max_object_bytes;
     uint64_t max_ops_in_flight;
+    /* Members above are valid for ABI 1.0. */
+
+    /* Since ABI 1.1: meaningful only with KVBLOB_CAP_ACCESS_BOUND (R-ACC-2).
+     * An operation whose access is not unprovable reports ENDED at most
+     * this many nanoseconds after its results are final. */
+    uint64_t access_end_bound_ns;
 } kvblob_caps_t;
+
+/* The size of the ABI 1.0 capability record. The host sets struct_size to
+ * the size of the version it negotiated; a driver writes no member past it. */
+#define KVBLOB_CAPS_SIZE_1_0 ((uint32_t)offsetof(kvblob_caps_t, access_end_bound_ns))
 
 /* ---- Options ------------------------------------------------------------ */
 
@@ -221,6 +248,14 @@ typedef struct kvblob_option_desc {
     const char *choices;
     const char *help;
 } kvblob_option_desc_t;
+
+/* Since ABI 1.1: per-option flags, in kvblob_plugin_t.option_flags. Bits
+ * not defined here are reserved and must be zero (R-LOAD-7). */
+typedef uint32_t kvblob_option_flags;
+/* The value is a secret (a password, a token): tools and reports never
+ * print it; they write a placeholder instead. */
+#define KVBLOB_OPTION_FLAG_SECRET 1u
+#define KVBLOB_OPTION_FLAG_KNOWN_MASK 1u
 
 #ifdef __cplusplus
 }

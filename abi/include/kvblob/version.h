@@ -26,9 +26,17 @@
 #define KVBLOB_VERSION_MINOR(v) ((uint32_t)(v) & 0xFFFFu)
 
 #define KVBLOB_ABI_VERSION_MAJOR 1
-#define KVBLOB_ABI_VERSION_MINOR 0
+#define KVBLOB_ABI_VERSION_MINOR 1
 #define KVBLOB_ABI_VERSION \
     KVBLOB_MAKE_VERSION(KVBLOB_ABI_VERSION_MAJOR, KVBLOB_ABI_VERSION_MINOR)
+
+/* ABI versions by name, for code that checks what was negotiated:
+ * 1.0 the first; 1.1 appends completion notification (KVBLOB_CAP_NOTIFY,
+ * kvblob_host_services_t.notify), a declared access-end bound
+ * (KVBLOB_CAP_ACCESS_BOUND, kvblob_caps_t.access_end_bound_ns) and option
+ * flags (kvblob_plugin_t.option_flags, KVBLOB_OPTION_FLAG_SECRET). */
+#define KVBLOB_ABI_1_0 KVBLOB_MAKE_VERSION(1, 0)
+#define KVBLOB_ABI_1_1 KVBLOB_MAKE_VERSION(1, 1)
 
 /* The oldest ABI version this header can still describe. A host built
  * against this header offers [KVBLOB_ABI_VERSION_OLDEST, KVBLOB_ABI_VERSION]. */

@@ -41,7 +41,11 @@ Op *as_op(kvblob_op_t *op) { return static_cast<Op *>(op); }
 
 DriverBase::DriverBase(const kvblob_caps_t &caps, const kvblob_host_services_t *host) : caps_(caps)
 {
-    if (host && host->struct_size >= sizeof(kvblob_host_services_t)) host_ = *host;
+    // Copy what the host's record covers: a 1.0 host lends a shorter one,
+    // and the members it lacks stay zero (no notify).
+    if (host && host->struct_size >= KVBLOB_HOST_SERVICES_SIZE_1_0)
+        std::memcpy(&host_, host, std::min<size_t>(host->struct_size, sizeof host_));
+    host_.struct_size = sizeof host_;
 }
 
 DriverBase::~DriverBase() = default;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,14 @@ using Options = std::vector<std::pair<std::string, std::string>>;
 // Options. Throws std::invalid_argument naming the first malformed word.
 Options parse_option_assignments(const std::vector<std::string> &words);
 
+// What tools and reports print in place of a secret option's value.
+inline constexpr const char *redacted_value = "<redacted>";
+
+// The name-based guess used for drivers that cannot mark secrets (ABI 1.0):
+// true when the option's name contains a word such as password, secret,
+// token or credential.
+bool looks_secret(std::string_view option_name);
+
 class Plugin {
 public:
     // Loads spec (a path, or a short name such as "memory") through the
@@ -49,6 +58,13 @@ public:
     std::string version() const { return table_->version; }
     std::string description() const { return table_->description ? table_->description : ""; }
     std::vector<kvblob_option_desc_t> options() const;
+
+    // Whether an option's value must never be printed: the driver's
+    // KVBLOB_OPTION_FLAG_SECRET (ABI 1.1), or looks_secret() for a driver
+    // negotiated at 1.0 or for an option the driver does not describe.
+    bool secret_option(std::string_view name) const;
+    // options with every secret value replaced by redacted_value.
+    Options redacted(const Options &options) const;
 
     // Opens a driver (stage init). Throws LoadError when open fails
     // (R-LOAD-9, R-OPN-1) or declares malformed capabilities (R-LOAD-8).

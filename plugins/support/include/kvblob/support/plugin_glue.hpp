@@ -8,11 +8,15 @@
 
 #include <kvblob/kvblob.h>
 
+#include <array>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <initializer_list>
 
 #include "kvblob/support/driver_base.hpp"
 #include "kvblob/support/options.hpp"
@@ -136,51 +140,98 @@ struct Glue {
         }
     }
 
-    static constexpr kvblob_plugin_t table(const char *name, const char *version, const char *description,
-                                           const kvblob_option_desc_t *options, uint64_t option_count,
-                                           bool probe, bool remove)
+    // The table laid out for one ABI version: identical slots, the version
+    // the negotiation chose, and the 1.1 members only from 1.1 on.
+    static constexpr kvblob_plugin_t table(uint32_t abi_version, const char *name, const char *version,
+                                           const char *description, const kvblob_option_desc_t *options,
+                                           uint64_t option_count, bool probe, bool remove,
+                                           const kvblob_option_flags *option_flags = nullptr)
     {
+        const bool v1_1 = abi_version >= KVBLOB_ABI_1_1;
         return kvblob_plugin_t{
-            sizeof(kvblob_plugin_t),
-            KVBLOB_ABI_VERSION,
-            KVBLOB_CONTRACT_VERSION,
-            0,
-            name,
-            version,
-            description,
-            options,
-            option_count,
-            &open,
-            &close,
-            &get_extension,
-            &register_region,
-            &unregister_region,
-            &submit<OpKind::put>,
-            &submit<OpKind::get>,
-            probe ? &submit<OpKind::probe> : nullptr,
-            remove ? &submit<OpKind::remove> : nullptr,
-            &poll,
-            &results,
-            &row_message,
-            &access,
-            &cancel,
-            &release,
-            &drain,
+            .struct_size = v1_1 ? static_cast<uint32_t>(sizeof(kvblob_plugin_t)) : KVBLOB_PLUGIN_SIZE_1_0,
+            .abi_version = abi_version,
+            .contract_version = KVBLOB_CONTRACT_VERSION,
+            .reserved = 0,
+            .name = name,
+            .version = version,
+            .description = description,
+            .options = options,
+            .option_count = option_count,
+            .open = &open,
+            .close = &close,
+            .get_extension = &get_extension,
+            .register_region = &register_region,
+            .unregister_region = &unregister_region,
+            .put = &submit<OpKind::put>,
+            .get = &submit<OpKind::get>,
+            .probe = probe ? &submit<OpKind::probe> : nullptr,
+            .remove = remove ? &submit<OpKind::remove> : nullptr,
+            .poll = &poll,
+            .results = &results,
+            .row_message = &row_message,
+            .access = &access,
+            .cancel = &cancel,
+            .release = &release,
+            .drain = &drain,
+            .option_flags = v1_1 ? option_flags : nullptr,
         };
     }
 };
 
-// The negotiation every bundled driver answers: ABI 1.0 inside the range.
-inline kvblob_status negotiate(kvblob_negotiation_t *n, const kvblob_plugin_t *table)
+// The ABI 1.1 flag words for an option table: KVBLOB_OPTION_FLAG_SECRET on
+// the options named in secrets, 0 on the rest.
+template <std::size_t N>
+constexpr std::array<kvblob_option_flags, N> option_flags(const std::array<kvblob_option_desc_t, N> &options,
+                                                          std::initializer_list<std::string_view> secrets = {})
+{
+    std::array<kvblob_option_flags, N> flags{};
+    for (std::size_t i = 0; i < N; ++i)
+        for (std::string_view secret : secrets)
+            if (secret == options[i].name) flags[i] |= KVBLOB_OPTION_FLAG_SECRET;
+    return flags;
+}
+
+// One plugin's table for each ABI version it speaks (1.0 and 1.1).
+struct PluginTables {
+    kvblob_plugin_t v1_0;
+    kvblob_plugin_t v1_1;
+    const kvblob_plugin_t *for_version(uint32_t abi) const { return abi >= KVBLOB_ABI_1_1 ? &v1_1 : &v1_0; }
+};
+
+template <class D>
+constexpr PluginTables tables(const char *name, const char *version, const char *description,
+                              const kvblob_option_desc_t *options, uint64_t option_count, bool probe, bool remove,
+                              const kvblob_option_flags *option_flags = nullptr)
+{
+    return {Glue<D>::table(KVBLOB_ABI_1_0, name, version, description, options, option_count, probe, remove),
+            Glue<D>::table(KVBLOB_ABI_1_1, name, version, description, options, option_count, probe, remove,
+                           option_flags)};
+}
+
+// The highest version inside both [host_min, host_max] and [own_oldest,
+// own_newest], or 0 when the ranges do not meet. A host of a later major
+// version that still offers 1.x gets the newest 1.x this plugin speaks.
+constexpr uint32_t choose_abi_version(uint32_t host_min, uint32_t host_max, uint32_t own_oldest, uint32_t own_newest)
+{
+    const uint32_t high = host_max < own_newest ? host_max : own_newest;
+    const uint32_t low = host_min > own_oldest ? host_min : own_oldest;
+    return high >= low ? high : 0;
+}
+
+// The negotiation every bundled driver answers (R-LOAD-3).
+inline kvblob_status negotiate(kvblob_negotiation_t *n, const PluginTables &tables)
 {
     if (!n || n->struct_size < sizeof(kvblob_negotiation_t)) return KVBLOB_E_INVALID;
-    if (n->host_min_abi_version > KVBLOB_ABI_VERSION || n->host_max_abi_version < KVBLOB_ABI_VERSION_OLDEST ||
-        KVBLOB_VERSION_MAJOR(n->host_max_abi_version) != KVBLOB_ABI_VERSION_MAJOR) {
+    const uint32_t chosen = choose_abi_version(n->host_min_abi_version, n->host_max_abi_version,
+                                               KVBLOB_ABI_VERSION_OLDEST, KVBLOB_ABI_VERSION);
+    if (chosen == 0) {
+        // Say what this plugin speaks, so the host can tell which side is old.
         n->chosen_abi_version = KVBLOB_ABI_VERSION;
         return KVBLOB_E_UNSUPPORTED;
     }
-    n->chosen_abi_version = KVBLOB_ABI_VERSION;
-    n->plugin = table;
+    n->chosen_abi_version = chosen;
+    n->plugin = tables.for_version(chosen);
     return KVBLOB_OK;
 }
 
