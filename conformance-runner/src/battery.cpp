@@ -8,7 +8,11 @@ const std::vector<Check> &battery()
         std::vector<Check> all;
         add_data_checks(all);
         add_admission_checks(all);
+        add_refusal_checks(all);
+        add_results_checks(all);
         add_lifetime_checks(all);
+        add_cancel_checks(all);
+        add_concurrency_checks(all);
         add_device_checks(all);
         return all;
     }();

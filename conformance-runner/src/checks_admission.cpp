@@ -1,5 +1,7 @@
 // Checks of admission: every refusal, its lack of side effects, and the
 // converse (R-ADM-*).
+#include <sys/mman.h>
+
 #include <cstring>
 
 #include "checks_common.hpp"
@@ -27,6 +29,44 @@ void expect_refused(Context &c, Driver &d, Batch &batch, const std::vector<std::
     // first, or a later mapping at the same address would be registered
     // over a live registration (a store may refuse overlap).
     expect(c.unreg(d, r) == KVBLOB_OK, "R-REG-1", "unregister of an idle region was refused");
+}
+
+// Address space of size bytes that costs nothing until touched: reads give
+// zeros, and a driver that refuses before copying never touches it.
+class ReservedSpace {
+public:
+    explicit ReservedSpace(uint64_t size) : size_(size)
+    {
+        void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) throw NotSupported("cannot reserve " + std::to_string(size) + " bytes of address space");
+        base_ = p;
+    }
+    ReservedSpace(const ReservedSpace &) = delete;
+    ReservedSpace &operator=(const ReservedSpace &) = delete;
+    ~ReservedSpace() { munmap(base_, size_); }
+    void *data() const { return base_; }
+
+private:
+    void *base_ = nullptr;
+    uint64_t size_;
+};
+
+// Every operation kind the driver offers.
+std::vector<OpKind> kinds_of(const Driver &d)
+{
+    std::vector<OpKind> kinds{OpKind::put, OpKind::get};
+    if (d.has(KVBLOB_CAP_PROBE)) kinds.push_back(OpKind::probe);
+    if (d.has(KVBLOB_CAP_REMOVE)) kinds.push_back(OpKind::remove);
+    return kinds;
+}
+
+// A one-row batch of kind on key (a span for put and get).
+Batch one_row(OpKind kind, const std::string &key, kvblob_region_t *r, uint64_t length)
+{
+    Batch b;
+    if (kind == OpKind::put || kind == OpKind::get) b.row(key, {make_span(r, 0, length)});
+    else b.row(key);
+    return b;
 }
 
 Check refusal(std::string id, std::string rule, std::string description,
@@ -96,9 +136,9 @@ void add_admission_checks(std::vector<Check> &out)
     out.push_back(refusal("admission.object-too-large", "R-ADM-5", "a row over max_object_bytes is refused",
                           [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *) {
                               const uint64_t limit = d.caps().max_object_bytes;
-                              if (limit >= (64u << 20)) throw NotSupported("max_object_bytes is too large to exceed here");
-                              GuardedBuffer big(limit + 1);
-                              auto rb = c.reg(d, big);
+                              if (limit >= (1ull << 44)) throw NotSupported("max_object_bytes is too large to exceed here");
+                              ReservedSpace big(limit + 1);
+                              auto rb = c.reg(d, big.data(), limit + 1);
                               Batch b;
                               b.row(c.key("big"), {make_span(rb, 0, limit + 1)});
                               expect_refused(c, d, b, {c.key("big")}, "R-ADM-5", "a row of max_object_bytes + 1");
@@ -157,7 +197,7 @@ void add_admission_checks(std::vector<Check> &out)
                                   std::to_string(hint.size()) + "-byte hint, or other bytes");
                        expect(c.settle(d, op), "R-ACC-2", "the put did not settle");
                    }});
-    out.push_back({"admission.failures-are-rows", {"R-ADM-1"}, Level::must, 0, {"stage_failing_read"},
+    out.push_back({"admission.failures-are-rows", {"R-ADM-1"}, Level::must, 0, {"stage_failing_read", "release_staged"},
                    "after admission, one row's failure is that row's result; the operation never fails whole",
                    [](Context &c) {
                        auto d = c.open();
@@ -189,22 +229,124 @@ void add_admission_checks(std::vector<Check> &out)
                        auto st = d.table().register_region(d.handle(), &desc, &region, err, sizeof err);
                        expect(st != KVBLOB_OK && region == nullptr, "R-ADM-8",
                               "a DEVICE region was registered by a driver without device_memory");
+                       expect(st == KVBLOB_E_REJECTED, "R-ADM-8",
+                              std::string("a DEVICE region was refused with ") + kvblob_status_name(st) +
+                                  ", not KVBLOB_E_REJECTED");
                    }});
     out.push_back({"admission.draining", {"R-ADM-2", "R-DRN-1"}, Level::must, 0, {},
-                   "after drain, put, get and probe are refused",
+                   "after drain, put, get, probe and remove are refused",
                    [](Context &c) {
                        auto d = c.open();
                        GuardedBuffer buf(64);
                        auto r = c.reg(d, buf);
                        expect(d.table().drain(d.handle(), 5'000'000'000ull) == KVBLOB_OK, "R-DRN-1",
                               "drain of an idle driver did not answer KVBLOB_OK");
-                       Batch b;
-                       b.row(c.key("late"), {make_span(r, 0, 64)});
-                       for (OpKind k : {OpKind::put, OpKind::get}) {
+                       for (OpKind k : kinds_of(d)) {
+                           Batch b = one_row(k, c.key("late"), r, 64);
                            kvblob_status st = KVBLOB_OK;
                            expect(c.submit(d, k, b, &st) == nullptr, "R-ADM-2",
                                   std::string(to_string(k)) + " admitted after drain");
                        }
+                   }});
+    out.push_back({"admission.during-drain", {"R-ADM-2"}, Level::must, 0, {"stage_held_get", "release_staged"},
+                   "a drain that timed out still stops admission: put, get, probe and remove are refused after it",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer buf(1024);
+                       auto r = c.reg(d, buf);
+                       auto k = c.key("held");
+                       expect(c.run_one(d, OpKind::put, k, {make_span(r, 0, 1024)}) == KVBLOB_ROW_READY, "R-ROW-1",
+                              "put not READY");
+                       c.stage(d, "stage_held_get", k, "R-ADM-2");
+                       Batch held;
+                       held.row(k, {make_span(r, 0, 1024)});
+                       auto op = c.admit(d, OpKind::get, held);
+                       const auto st = d.table().drain(d.handle(), 50'000'000ull);
+                       expect(st == KVBLOB_E_TIMEOUT, "R-DRN-1",
+                              std::string("drain with a get held inside the store answered ") + kvblob_status_name(st) +
+                                  ", not KVBLOB_E_TIMEOUT");
+                       for (OpKind kind : kinds_of(d)) {
+                           Batch b = one_row(kind, c.key("late"), r, 1024);
+                           kvblob_status refused = KVBLOB_OK;
+                           expect(c.submit(d, kind, b, &refused) == nullptr, "R-ADM-2",
+                                  std::string(to_string(kind)) + " admitted after a drain that timed out");
+                           expect(refused == KVBLOB_E_CLOSED || refused == KVBLOB_E_REJECTED, "R-ADM-2",
+                                  std::string(to_string(kind)) + " after drain was refused with " +
+                                      kvblob_status_name(refused));
+                       }
+                       c.stage(d, "release_staged", "R-ADM-2");
+                       expect(c.settle(d, op), "R-ACC-2", "the held get did not settle once released");
+                       expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
+                   }});
+    out.push_back({"admission.malformed-region", {"R-ADM-8", "R-ADM-6"}, Level::must, 0, {},
+                   "a region of zero size, at NULL, of an unknown memory kind or wrapping the address space is "
+                   "refused with KVBLOB_E_REJECTED",
+                   [](Context &c) {
+                       auto d = c.open();
+                       GuardedBuffer buf(4096);
+                       struct Case {
+                           const char *what;
+                           kvblob_region_desc_t desc;
+                       };
+                       const Case cases[] = {
+                           {"a region of zero bytes", {sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, buf.data(), 0, 0, 0}},
+                           {"a region at NULL", {sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, nullptr, 4096, 0, 0}},
+                           {"a region of memory kind 0", {sizeof(kvblob_region_desc_t), 0, buf.data(), 4096, 0, 0}},
+                           {"a region of memory kind 77", {sizeof(kvblob_region_desc_t), 77, buf.data(), 4096, 0, 0}},
+                           {"a region that wraps the address space",
+                            {sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, buf.data(), UINT64_MAX - 16, 0, 0}},
+                       };
+                       for (const auto &each : cases) {
+                           kvblob_region_t *region = nullptr;
+                           std::string why;
+                           const auto st = c.try_register(d, each.desc, &region, &why);
+                           expect(st != KVBLOB_OK && region == nullptr, "R-ADM-8",
+                                  std::string(each.what) + " was registered");
+                           expect(st == KVBLOB_E_REJECTED, "R-ADM-8",
+                                  std::string(each.what) + " was refused with " + kvblob_status_name(st) +
+                                      ", not KVBLOB_E_REJECTED");
+                       }
+                   }});
+    out.push_back({"admission.ops-in-flight", {"R-ADM-10", "R-ADM-9"}, Level::must, 0,
+                   {"stage_held_get", "release_staged"},
+                   "max_ops_in_flight operations are admitted; one more is refused with KVBLOB_E_REJECTED and no "
+                   "effect; once they end, work is admitted again",
+                   [](Context &c) {
+                       auto d = c.open();
+                       const uint64_t limit = d.caps().max_ops_in_flight;
+                       if (limit > 4096) throw NotSupported("max_ops_in_flight is too large to reach here");
+                       GuardedBuffer buf(1024), dst(1024);
+                       std::memset(dst.data(), 0x33, dst.size());
+                       auto r = c.reg(d, buf), rd = c.reg(d, dst);
+                       auto k = c.key("held");
+                       expect(c.run_one(d, OpKind::put, k, {make_span(r, 0, 1024)}) == KVBLOB_ROW_READY, "R-ROW-1",
+                              "put not READY");
+                       c.stage(d, "stage_held_get", k, "R-ADM-10");
+                       std::vector<kvblob_op_t *> held;
+                       for (uint64_t i = 0; i < limit; ++i) {
+                           Batch b;
+                           b.row(k, {make_span(r, 0, 1024)});
+                           held.push_back(c.admit(d, OpKind::get, b));
+                       }
+                       Batch over;
+                       over.row(k, {make_span(rd, 0, 1024)});
+                       kvblob_status st = KVBLOB_OK;
+                       auto *extra = c.submit(d, OpKind::get, over, &st);
+                       expect(extra == nullptr, "R-ADM-10",
+                              "operation " + std::to_string(limit + 1) + " was admitted with max_ops_in_flight " +
+                                  std::to_string(limit) + " in flight");
+                       expect(st == KVBLOB_E_REJECTED, "R-ADM-10",
+                              std::string("an operation over max_ops_in_flight was refused with ") +
+                                  kvblob_status_name(st) + ", not KVBLOB_E_REJECTED");
+                       c.stage(d, "release_staged", "R-ADM-10");
+                       for (auto *op : held) {
+                           expect(c.settle(d, op), "R-ACC-2", "a held get did not settle once released");
+                           expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
+                       }
+                       for (size_t i = 0; i < dst.size(); ++i)
+                           expect(dst.data()[i] == 0x33, "R-ADM-9", "the refused get wrote its destination");
+                       expect(c.run_one(d, OpKind::get, k, {make_span(rd, 0, 1024)}) == KVBLOB_ROW_READY, "R-ADM-10",
+                              "once the operations in flight ended, a get is not READY");
                    }});
     out.push_back({"admission.converse", {"R-ADM-10"}, Level::must, 0, {},
                    "operations at every declared limit are admitted",

@@ -72,5 +72,9 @@ void add_data_checks(std::vector<Check> &out);
 void add_admission_checks(std::vector<Check> &out);
 void add_lifetime_checks(std::vector<Check> &out);
 void add_device_checks(std::vector<Check> &out);
+void add_refusal_checks(std::vector<Check> &out);
+void add_results_checks(std::vector<Check> &out);
+void add_cancel_checks(std::vector<Check> &out);
+void add_concurrency_checks(std::vector<Check> &out);
 
 }  // namespace kvblob::conformance

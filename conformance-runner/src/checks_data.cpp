@@ -189,6 +189,43 @@ void add_data_checks(std::vector<Check> &out)
                               std::string("a put answered ") + kvblob_row_result_name(put) +
                                   " left an object that a get reads as READY");
                    }});
+    out.push_back({"data.binary-keys", {"R-ROW-6", "R-ADM-4", "R-ADM-10"}, Level::must, 0, {},
+                   "keys are bytes: with NULs inside and at the end, differing only in their last byte, or "
+                   "prefixes of each other, each names its own object",
+                   [](Context &c) {
+                       auto d = c.open();
+                       const std::string base = c.key("bin");
+                       const std::vector<std::string> keys = {
+                           base,                               // a prefix of all the others
+                           base + std::string("\0a", 2),       // NUL inside
+                           base + std::string("\0b", 2),       // ... differing only in the last byte
+                           base + std::string(1, '\0'),        // ending in NUL
+                           base + "\xff",                      // a byte that is not text
+                           base + std::string("\xff\0", 2),    // a prefix of it with a NUL more
+                       };
+                       constexpr uint64_t n = 256;
+                       if (d.caps().max_rows_per_op < keys.size()) throw NotSupported("max_rows_per_op is below 6");
+                       GuardedBuffer src(keys.size() * n), dst(keys.size() * n);
+                       fill_pattern(src.data(), src.size(), 61);
+                       auto rs = c.reg(d, src), rd = c.reg(d, dst);
+                       Batch put, get;
+                       for (size_t i = 0; i < keys.size(); ++i) {
+                           put.row(keys[i], {make_span(rs, i * n, n)});
+                           get.row(keys[i], {make_span(rd, i * n, n)});
+                       }
+                       auto pr = c.run(d, OpKind::put, put);  // one batch: the keys are distinct (R-ADM-4)
+                       auto gr = c.run(d, OpKind::get, get);
+                       for (size_t i = 0; i < keys.size(); ++i) {
+                           expect(pr[i].result == KVBLOB_ROW_READY, "R-ROW-6",
+                                  "put of binary key " + std::to_string(i) + " is " +
+                                      kvblob_row_result_name(pr[i].result));
+                           expect(gr[i].result == KVBLOB_ROW_READY &&
+                                      std::memcmp(src.data() + i * n, dst.data() + i * n, n) == 0,
+                                  "R-ROW-6",
+                                  "get of binary key " + std::to_string(i) + " is " +
+                                      kvblob_row_result_name(gr[i].result) + " or holds another key's bytes");
+                       }
+                   }});
     out.push_back({"data.results.stable", {"R-ROW-1"}, Level::must, 0, {},
                    "a final operation has one valid result per row, and they never change",
                    [](Context &c) {

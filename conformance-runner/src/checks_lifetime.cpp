@@ -71,13 +71,24 @@ void add_lifetime_checks(std::vector<Check> &out)
                            std::this_thread::sleep_for(1ms);
                        expect(d.table().access(d.handle(), op) == KVBLOB_ACCESS_UNPROVABLE, "R-REG-2",
                               "the staged operation did not report unprovable access");
-                       expect(c.unreg(d, r) != KVBLOB_OK, "R-REG-2",
-                              "a region named by an unprovable operation was unregistered");
-                       expect(d.table().release(d.handle(), op) != KVBLOB_OK, "R-OPS-1",
-                              "an operation with unprovable access was released");
+                       auto st = c.unreg(d, r);
+                       expect(st != KVBLOB_OK, "R-REG-2", "a region named by an unprovable operation was unregistered");
+                       expect(st == KVBLOB_E_UNPROVABLE, "R-REG-2",
+                              std::string("unregister of a pinned region answered ") + kvblob_status_name(st) +
+                                  ", not KVBLOB_E_UNPROVABLE");
+                       st = d.table().release(d.handle(), op);
+                       expect(st != KVBLOB_OK, "R-OPS-1", "an operation with unprovable access was released");
+                       expect(st == KVBLOB_E_UNPROVABLE, "R-OPS-1",
+                              std::string("release of an operation with unprovable access answered ") +
+                                  kvblob_status_name(st) + ", not KVBLOB_E_UNPROVABLE");
                        auto t0 = std::chrono::steady_clock::now();
-                       expect(d.table().drain(d.handle(), 10'000'000'000ull) != KVBLOB_OK, "R-DRN-2",
-                              "drain succeeded with an unprovable operation");
+                       st = d.table().drain(d.handle(), 10'000'000'000ull);
+                       expect(st != KVBLOB_OK, "R-DRN-2", "drain succeeded with an unprovable operation");
+                       expect(st == KVBLOB_E_UNPROVABLE, "R-DRN-2",
+                              std::string("drain with an unprovable operation answered ") + kvblob_status_name(st) +
+                                  ", not KVBLOB_E_UNPROVABLE");
+                       expect(c.unreg(d, r) == KVBLOB_E_UNPROVABLE, "R-REG-2",
+                              "after drain, unregister of a pinned region no longer answers KVBLOB_E_UNPROVABLE");
                        expect(std::chrono::steady_clock::now() - t0 < 2s, "R-DRN-2",
                               "drain did not fail at once with an unprovable operation");
                    }});
@@ -242,7 +253,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                        c.stage(d, "release_staged", "R-CON-3");
                        expect(c.settle(d, op), "R-ACC-2", "the held get did not settle once released");
                    }});
-    out.push_back({"scenario.foreign-writer", {"R-ROW-2"}, Level::must, 0, {"stage_foreign_writer"},
+    out.push_back({"scenario.foreign-writer", {"R-ROW-2"}, Level::must, 0, {"stage_foreign_writer", "release_staged"},
                    "a key another client is writing is NOT_READY, a result and not a fault",
                    [](Context &c) {
                        auto d = c.open();
@@ -257,7 +268,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                        expect(res == KVBLOB_ROW_NOT_READY, "R-ROW-2",
                               std::string("put of a key being written is ") + kvblob_row_result_name(res));
                    }});
-    out.push_back({"scenario.full-pool", {"R-ROW-2"}, Level::must, 0, {"stage_full_pool"},
+    out.push_back({"scenario.full-pool", {"R-ROW-2"}, Level::must, 0, {"stage_full_pool", "release_staged"},
                    "a put into a full pool is DECLINED",
                    [](Context &c) {
                        auto d = c.open();
@@ -268,7 +279,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                        expect(res == KVBLOB_ROW_DECLINED, "R-ROW-2",
                               std::string("put into a full pool is ") + kvblob_row_result_name(res));
                    }});
-    out.push_back({"scenario.failing-read", {"R-ROW-4"}, Level::must, 0, {"stage_failing_read"},
+    out.push_back({"scenario.failing-read", {"R-ROW-4"}, Level::must, 0, {"stage_failing_read", "release_staged"},
                    "a read that fails inside the store is FAULT, never MISS",
                    [](Context &c) {
                        auto d = c.open();
@@ -280,6 +291,23 @@ void add_lifetime_checks(std::vector<Check> &out)
                        auto res = c.run_one(d, OpKind::get, k, {make_span(r, 0, 1024)});
                        expect(res == KVBLOB_ROW_FAULT, "R-ROW-4",
                               std::string("a failing read is ") + kvblob_row_result_name(res) + ", not FAULT");
+                   }});
+    out.push_back({"scenario.foreign-writer.probe", {"R-ROW-2"}, Level::must, KVBLOB_CAP_PROBE,
+                   {"stage_foreign_writer", "release_staged"},
+                   "a probe of a key another client is writing is NOT_READY; once the writer is gone, the key is "
+                   "absent",
+                   [](Context &c) {
+                       auto d = c.open();
+                       auto k = c.key("fw");
+                       c.stage(d, "stage_foreign_writer", k, "R-ROW-2");
+                       auto res = c.run_one(d, OpKind::probe, k);
+                       expect(res == KVBLOB_ROW_NOT_READY, "R-ROW-2",
+                              std::string("probe of a key being written is ") + kvblob_row_result_name(res));
+                       c.stage(d, "release_staged", "R-ROW-2");
+                       res = c.run_one(d, OpKind::probe, k);
+                       expect(res != KVBLOB_ROW_READY && res != KVBLOB_ROW_NOT_READY, "R-ROW-2",
+                              std::string("after the foreign writer let go, probe of its key is ") +
+                                  kvblob_row_result_name(res));
                    }});
     out.push_back({"remove.then-miss", {"R-RMV-1"}, Level::must, KVBLOB_CAP_REMOVE | KVBLOB_CAP_PROBE, {},
                    "a READY remove makes the key MISS; removing an absent key is MISS",

@@ -38,6 +38,17 @@ void RegionLedger::unregister_all(const kvblob_plugin_t &table, kvblob_driver_t 
     for (auto *region : left) table.unregister_region(driver, region);  // the driver is called unlocked
 }
 
+void RegionLedger::release_staged(const kvblob_scenarios_t *scenarios, kvblob_driver_t *driver)
+{
+    {
+        std::lock_guard lock(mu_);
+        if (!staged_.erase(driver)) return;
+    }
+    if (scenarios && scenarios->struct_size >= offsetof(kvblob_scenarios_t, release_staged) + sizeof(void *) &&
+        scenarios->release_staged)
+        scenarios->release_staged(driver);  // the driver is called unlocked
+}
+
 CheckDriver Context::open() const { return CheckDriver(plugin_.open(options_), ledger_); }
 
 bool Context::try_open_with(const Options &extra, std::string &why) const
@@ -60,9 +71,26 @@ kvblob_region_t *Context::reg(Driver &d, GuardedBuffer &buf) const
     return register_desc(d, {sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, buf.data(), buf.size(), 0, 0});
 }
 
+kvblob_region_t *Context::reg(Driver &d, void *base, uint64_t size) const
+{
+    return register_desc(d, {sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, base, size, 0, 0});
+}
+
 kvblob_region_t *Context::reg_device(Driver &d, void *base, uint64_t size) const
 {
     return register_desc(d, {sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_DEVICE, base, size, 0, 0});
+}
+
+kvblob_status Context::try_register(Driver &d, const kvblob_region_desc_t &desc, kvblob_region_t **out,
+                                    std::string *why) const
+{
+    *out = nullptr;
+    char err[512] = {0};
+    kvblob_status st = d.table().register_region(d.handle(), &desc, out, err, sizeof err);
+    err[sizeof err - 1] = '\0';
+    if (why) *why = err;
+    if (st == KVBLOB_OK && *out) ledger_.add(d.handle(), *out);
+    return st;
 }
 
 kvblob_region_t *Context::register_desc(Driver &d, const kvblob_region_desc_t &desc) const
@@ -281,6 +309,7 @@ void Context::stage(Driver &d, const std::string &hook, const std::string &key, 
 {
     const HookSlot &slot = offered_slot(d, hook);
     if (!slot.keyed) throw std::logic_error("hook " + hook + " takes no key");
+    ledger_.staged(d.handle());
     expect_ok((d.scenarios()->*slot.keyed)(d.handle(), reinterpret_cast<const uint8_t *>(key.data()), key.size()),
               hook, rule);
 }
@@ -298,6 +327,7 @@ void Context::stage(Driver &d, const std::string &hook, const std::string &rule)
 {
     const HookSlot &slot = offered_slot(d, hook);
     if (!slot.plain) throw std::logic_error("hook " + hook + " takes a key");
+    if (hook != "release_staged") ledger_.staged(d.handle());
     expect_ok((d.scenarios()->*slot.plain)(d.handle()), hook, rule);
 }
 

@@ -45,6 +45,15 @@ public:
     // Unregisters (through table) every region left on driver; answers are
     // not judged here.
     void unregister_all(const kvblob_plugin_t &table, kvblob_driver_t *driver);
+    // A check staged a scenario on driver: it is released when the check's
+    // driver goes, however the check ends (no check leaves one staged).
+    void staged(kvblob_driver_t *driver)
+    {
+        std::lock_guard lock(mu_);
+        staged_.insert(driver);
+    }
+    // Calls release_staged on driver when something was staged on it.
+    void release_staged(const kvblob_scenarios_t *scenarios, kvblob_driver_t *driver);
 
 private:
     struct Entry {
@@ -53,27 +62,33 @@ private:
     };
     std::mutex mu_;
     std::vector<Entry> entries_;
+    std::set<kvblob_driver_t *> staged_;
 };
 
-// A driver opened for one check. When it goes, the regions the check left
-// registered are unregistered first, so that the driver is then drained and
+// A driver opened for one check. When it goes, what the check staged is
+// released and the regions it left registered are unregistered first, so that the driver is then drained and
 // closed (R-CLS-1) like any engine's: every check ends with a close, and a
 // driver of a shared store undoes there what its hooks staged.
 class CheckDriver : public Driver {
 public:
     CheckDriver(Driver &&d, RegionLedger &ledger)
-        : Driver(std::move(d)), ledger_(ledger), table_(&table()), handle_(handle())
+        : Driver(std::move(d)), ledger_(ledger), table_(&table()), scenarios_(scenarios()), handle_(handle())
     {
     }
     // Kept from construction: a check may move the driver out of this
     // object (to close it by hand), and then there is nothing left here.
-    ~CheckDriver() { ledger_.unregister_all(*table_, handle_); }
+    ~CheckDriver()
+    {
+        ledger_.release_staged(scenarios_, handle_);
+        ledger_.unregister_all(*table_, handle_);
+    }
     CheckDriver(const CheckDriver &) = delete;
     CheckDriver &operator=(const CheckDriver &) = delete;
 
 private:
     RegionLedger &ledger_;
     const kvblob_plugin_t *table_;
+    const kvblob_scenarios_t *scenarios_;
     kvblob_driver_t *handle_;
 };
 
@@ -91,8 +106,14 @@ public:
 
     // Registers buf as HOST memory; a refusal fails the check (R-ADM-10).
     kvblob_region_t *reg(Driver &d, GuardedBuffer &buf) const;
+    kvblob_region_t *reg(Driver &d, void *base, uint64_t size) const;
     // Registers size bytes of CUDA device memory on device 0 at base.
     kvblob_region_t *reg_device(Driver &d, void *base, uint64_t size) const;
+    // Calls the driver's register_region slot with desc as it is; the
+    // driver's answer, its message in *why. A region it gives is unregistered
+    // when the check's driver goes.
+    kvblob_status try_register(Driver &d, const kvblob_region_desc_t &desc, kvblob_region_t **out,
+                               std::string *why = nullptr) const;
     // Unregisters a region reg() gave; the driver's answer.
     kvblob_status unreg(Driver &d, kvblob_region_t *region) const;
     // Submits; returns the handle, or nullptr with *status and *why set.

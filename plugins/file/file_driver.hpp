@@ -54,6 +54,11 @@ public:
 protected:
     void start(Op &op) override;
     void stop() override;
+    // A held get has not started: cancel ends it whole (R-CAN-1).
+    void on_cancel(Op &op) override
+    {
+        if (held_gets_.take(op)) cancel_unstarted(op);
+    }
 
 private:
     FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings, unsigned workers);

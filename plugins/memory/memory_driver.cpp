@@ -9,6 +9,7 @@
 #include <kvblob/support/plugin_glue.hpp>
 #include <kvblob/support/trailer.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstring>
@@ -89,9 +90,8 @@ void MemoryDriver::start(Op &base)
             if (op.kind == OpKind::get && held_keys_.count(row.key)) held = true;
         }
         if (held && mode_ != Mode::controlled) {
-            // Held inside the store: started, not final, access open, until
-            // release_staged (R-CON-3).
-            for (size_t i = 0; i < op.rows.size(); ++i) op.rows[i].started.store(true);
+            // Held inside the store before it starts: not final, access open,
+            // until release_staged (R-CON-3) or a cancel (R-CAN-1).
             held_ops_.push_back(&op);
             return;
         }
@@ -165,6 +165,8 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     }
     const uint64_t bytes = total + trailer_size;
     auto reservation = store_->reserve(row.key, bytes);
+    const bool in_place = KVBLOB_BREAKS("concurrency.one-key-two-drivers");
+    if (in_place) reservation = Store::Reservation::reserved;  // no writer excludes another
     if (KVBLOB_BREAKS("data.put-existing.unchanged") && reservation == Store::Reservation::exists)
         reservation = Store::Reservation::reserved;  // rewrites what is stored
     switch (reservation) {
@@ -181,6 +183,10 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     }
     // One pass over the caller's bytes: copy and checksum together.
     auto object = store_->allocate(bytes);
+    if (in_place) {
+        store_->commit(row.key, object);  // published as it is written
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     if (KVBLOB_BREAKS("concurrency.threads")) {
         store_->commit(row.key, object);  // readers see the object before it is written
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -289,7 +295,11 @@ void MemoryDriver::transfer_probe(MemoryOp &op, size_t i)
     auto &out = op.outcomes[i];
     switch (store_->find(op.rows[i].key).state) {
     case Store::State::absent: out = {KVBLOB_ROW_MISS, 0, {}, nullptr}; break;
-    case Store::State::writing: out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr}; break;
+    case Store::State::writing:
+        out = KVBLOB_BREAKS("scenario.foreign-writer.probe") ? MemoryOp::Outcome{KVBLOB_ROW_MISS, 0, {}, nullptr}
+                                                            : MemoryOp::Outcome{KVBLOB_ROW_NOT_READY, 0,
+                                                                                "the object is being written", nullptr};
+        break;
     case Store::State::complete: out = {KVBLOB_ROW_READY, 0, {}, nullptr}; break;
     }
 }
@@ -332,12 +342,47 @@ void MemoryDriver::commit(MemoryOp &op)
     }
 }
 
+#ifdef KVBLOB_BROKEN_BUILD
+void MemoryDriver::refused_midway(Op &base, uint64_t refused_at)
+{
+    // A driver that acts on each row as soon as it has checked it, and
+    // refuses the operation at a later row: what it did stays done (R-ADM-9).
+    auto &op = static_cast<MemoryOp &>(base);
+    op.outcomes.resize(op.rows.size());
+    for (uint64_t i = 0; i < refused_at && i < op.rows.size(); ++i) {
+        if (op.kind == OpKind::get && KVBLOB_BREAKS("refusal.no-side-effects")) transfer_get(op, i);
+        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-stores-checked-rows")) {
+            transfer_put(op, i);
+            if (op.outcomes[i].staged) store_->commit(op.rows[i].key, std::move(op.outcomes[i].staged));
+        }
+        if (op.kind == OpKind::remove && KVBLOB_BREAKS("m.adm9.remove-removes-checked-rows")) transfer_remove(op, i);
+    }
+}
+#endif
+
 // ---- cancel and controlled mode -----------------------------------------------
 
 void MemoryDriver::on_cancel(Op &base)
 {
     auto &op = static_cast<MemoryOp &>(base);
-    if (mode_ != Mode::controlled) return;  // workers check cancel_requested per row
+    if (mode_ != Mode::controlled) {
+        // A held get has not started: it ends whole now. Others are left to
+        // the workers, which check cancel_requested per row.
+        bool was_held = false;
+        {
+            std::lock_guard lock(hooks_mu_);
+            auto it = std::find(held_ops_.begin(), held_ops_.end(), &op);
+            if (it != held_ops_.end()) {
+                held_ops_.erase(it);
+                was_held = true;
+            }
+        }
+        if (!was_held) return;
+        if (KVBLOB_BREAKS("cancel.unstarted"))
+            for (size_t i = 0; i < op.rows.size(); ++i) transfer_get(op, i);  // delivers, then says CANCELLED
+        cancel_unstarted(op);
+        return;
+    }
     {
         std::lock_guard lock(op.mu);
         if (op.started) return;

@@ -66,6 +66,9 @@ protected:
     void start(Op &op) override;
     void on_cancel(Op &op) override;
     void stop() override;
+#ifdef KVBLOB_BROKEN_BUILD
+    void refused_midway(Op &op, uint64_t refused_at) override;
+#endif
 
 private:
     MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, std::shared_ptr<Store> store,

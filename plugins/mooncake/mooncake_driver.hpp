@@ -53,6 +53,11 @@ public:
 protected:
     void start(Op &op) override;
     void stop() override;
+    // A held get has not started: cancel ends it whole (R-CAN-1).
+    void on_cancel(Op &op) override
+    {
+        if (held_gets_.take(op)) cancel_unstarted(op);
+    }
     kvblob_status store_register(support::Region &region, std::string &why) override;
     void store_unregister(support::Region &region) override;
 

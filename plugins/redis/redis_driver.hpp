@@ -50,6 +50,11 @@ public:
 protected:
     void start(Op &op) override;
     void stop() override;
+    // A held get has not started: cancel ends it whole (R-CAN-1).
+    void on_cancel(Op &op) override
+    {
+        if (held_gets_.take(op)) cancel_unstarted(op);
+    }
 
 private:
     struct Settings {

@@ -73,7 +73,7 @@ kvblob_status DriverBase::register_region(const kvblob_region_desc_t *desc, kvbl
         why = "[R-ADM-2] the driver is draining";
         return KVBLOB_E_CLOSED;
     }
-    if (!desc->base || desc->size == 0) {
+    if ((!desc->base || desc->size == 0) && !KVBLOB_BREAKS("admission.malformed-region")) {
         why = "[R-REG-1] a region needs a base address and a positive size";
         return KVBLOB_E_REJECTED;
     }
@@ -161,6 +161,46 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, std::ve
     return {};
 }
 
+kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
+                                    std::unordered_set<std::string_view> &keys, std::string &why)
+{
+    const std::string where = "row " + std::to_string(r);
+    if (row.struct_size < sizeof(kvblob_row_t)) {
+        why = where + " has a bad struct_size";
+        return KVBLOB_E_INVALID;
+    }
+    if ((row.key_len == 0 || !row.key) && !KVBLOB_BREAKS("admission.empty-key")) {
+        why = "[R-ADM-4] " + where + " has an empty key";
+        return KVBLOB_E_REJECTED;
+    }
+    if (row.key_len > caps_.max_key_bytes && !KVBLOB_BREAKS("admission.long-key")) {
+        why = "[R-ADM-4] " + where + " has a key of " + std::to_string(row.key_len) + " bytes, over " +
+              std::to_string(caps_.max_key_bytes);
+        return KVBLOB_E_REJECTED;
+    }
+    Row &dst = op.rows[r];
+    dst.key.assign(reinterpret_cast<const char *>(row.key), row.key_len);
+    if (KVBLOB_BREAKS("data.binary-keys")) dst.key = dst.key.c_str();  // a key taken as a C string
+    if (KVBLOB_BREAKS("admission.converse") && row.key_len == caps_.max_key_bytes) {
+        why = "[R-ADM-4] " + where + " has a key at the limit";  // off by one
+        return KVBLOB_E_REJECTED;
+    }
+    if (!keys.insert(dst.key).second && !KVBLOB_BREAKS("admission.duplicate-key")) {
+        why = "[R-ADM-4] " + where + " repeats a key of this operation";
+        return KVBLOB_E_REJECTED;
+    }
+    if (op.kind == OpKind::put || op.kind == OpKind::get) {
+        if (auto problem = check_spans(row, r, dst.spans, op.regions, dst.total); !problem.empty()) {
+            why = problem;
+            return KVBLOB_E_REJECTED;
+        }
+    } else if (row.span_count != 0) {
+        why = "[R-ADM-5] " + where + ": probe and remove rows carry no spans";
+        return KVBLOB_E_REJECTED;
+    }
+    return KVBLOB_OK;
+}
+
 kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblob_op_t **out, std::string &why)
 {
     CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
@@ -190,7 +230,6 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
         why = "[R-ADM-7] a hint, but this driver does not declare hints";
         return KVBLOB_E_REJECTED;
     }
-    const bool moves_bytes = kind == OpKind::put || kind == OpKind::get;
     auto op = make_op();
     op->kind = kind;
     op->rows = std::vector<Row>(batch->row_count);
@@ -203,45 +242,21 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
     std::unordered_set<std::string_view> keys;
     keys.reserve(batch->row_count);
     std::shared_lock lock(regions_mu_);
-    for (uint64_t r = 0; r < batch->row_count; ++r) {
-        const auto &row = batch->rows[r];
-        const std::string where = "row " + std::to_string(r);
-        if (row.struct_size < sizeof(kvblob_row_t)) {
-            why = where + " has a bad struct_size";
-            return KVBLOB_E_INVALID;
-        }
-        if ((row.key_len == 0 || !row.key) && !KVBLOB_BREAKS("admission.empty-key")) {
-            why = "[R-ADM-4] " + where + " has an empty key";
-            return KVBLOB_E_REJECTED;
-        }
-        if (row.key_len > caps_.max_key_bytes && !KVBLOB_BREAKS("admission.long-key")) {
-            why = "[R-ADM-4] " + where + " has a key of " + std::to_string(row.key_len) + " bytes, over " +
-                  std::to_string(caps_.max_key_bytes);
-            return KVBLOB_E_REJECTED;
-        }
-        Row &dst = op->rows[r];
-        dst.key.assign(reinterpret_cast<const char *>(row.key), row.key_len);
-        if (KVBLOB_BREAKS("admission.converse") && row.key_len == caps_.max_key_bytes) {
-            why = "[R-ADM-4] " + where + " has a key at the limit";  // off by one
-            return KVBLOB_E_REJECTED;
-        }
-        if (!keys.insert(dst.key).second && !KVBLOB_BREAKS("admission.duplicate-key")) {
-            why = "[R-ADM-4] " + where + " repeats a key of this operation";
-            return KVBLOB_E_REJECTED;
-        }
-        if (moves_bytes) {
-            if (auto problem = check_spans(row, r, dst.spans, op->regions, dst.total); !problem.empty()) {
-                why = problem;
-                return KVBLOB_E_REJECTED;
-            }
-        } else if (row.span_count != 0) {
-            why = "[R-ADM-5] " + where + ": probe and remove rows carry no spans";
-            return KVBLOB_E_REJECTED;
-        }
+    uint64_t r = 0;
+    kvblob_status refusal = KVBLOB_OK;
+    for (; r < batch->row_count && refusal == KVBLOB_OK; ++r) refusal = admit_row(*op, batch->rows[r], r, keys, why);
+    if (refusal != KVBLOB_OK) {
+#ifdef KVBLOB_BROKEN_BUILD
+        lock.unlock();
+        refused_midway(*op, r - 1);  // what a driver acting on rows as it checks them leaves behind
+#endif
+        return refusal;
     }
-    if (in_flight_.load() >= caps_.max_ops_in_flight) {
+    const uint64_t in_flight_limit =
+        caps_.max_ops_in_flight + (KVBLOB_BREAKS("admission.ops-in-flight") || KVBLOB_BREAKS("m.adm10.in-flight-plus-one") ? 1 : 0);
+    if (in_flight_.load() >= in_flight_limit) {
         why = "too many operations in flight (limit " + std::to_string(caps_.max_ops_in_flight) + ")";
-        return KVBLOB_E_REJECTED;
+        return KVBLOB_BREAKS("m.adm3.in-flight-busy") ? KVBLOB_E_BUSY : KVBLOB_E_REJECTED;
     }
     // Admitted: from here on every failure is a row result (R-ADM-1).
     for (Region *region : op->regions) region->users.fetch_add(1);
@@ -271,9 +286,12 @@ kvblob_status DriverBase::results(kvblob_op_t *handle, uint64_t first, uint64_t 
     if (!handle || (count && !out)) return KVBLOB_E_INVALID;
     Op &op = *as_op(handle);
     if (first > op.rows.size() || count > op.rows.size() - first) return KVBLOB_E_INVALID;
+    if (KVBLOB_BREAKS("results.paging-and-order")) first = 0;  // every page read from the top
     for (uint64_t i = 0; i < count; ++i) {
         const Row &row = op.rows[first + i];
         int32_t result = row.result.load(std::memory_order_acquire);
+        if (KVBLOB_BREAKS("results.pending-before-final") && result == KVBLOB_ROW_PENDING)
+            result = KVBLOB_ROW_READY;  // rows are presumed READY until they fail
         if (KVBLOB_BREAKS("data.results.stable") && result == KVBLOB_ROW_READY) {
             static std::atomic<uint64_t> reads{0};
             if (reads++ > 0) result = KVBLOB_ROW_DECLINED;  // a final result that changes when read again
@@ -298,7 +316,7 @@ uint32_t DriverBase::row_message(kvblob_op_t *handle, uint64_t row, char *buf, u
         std::memcpy(buf, m.data(), n);
         buf[n] = '\0';
     }
-    return static_cast<uint32_t>(m.size());
+    return static_cast<uint32_t>(m.size() + (KVBLOB_BREAKS("results.row-message") ? 1 : 0));  // counts the NUL
 }
 
 kvblob_access DriverBase::access(kvblob_op_t *handle)
@@ -316,6 +334,10 @@ kvblob_status DriverBase::cancel(kvblob_op_t *handle)
 {
     if (!handle) return KVBLOB_E_INVALID;
     Op &op = *as_op(handle);
+    if (KVBLOB_BREAKS("cancel.after-final") && (op.state.load() & Op::results_final)) {
+        for (size_t i = 0; i < op.rows.size(); ++i) set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled");
+        return KVBLOB_OK;
+    }
     if (op.state.load() & Op::results_final) return KVBLOB_OK;
     op.cancel_requested.store(true);
     on_cancel(op);
@@ -405,6 +427,19 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
         return KVBLOB_OK;
     }
     if (KVBLOB_BREAKS("concurrency.held-get")) timeout_ns = std::max<uint64_t>(timeout_ns, 5'000'000'000ull);
+    if (KVBLOB_BREAKS("cancel.only-when-asked")) {
+        // Cancels what is in flight to finish sooner: rows nobody cancelled end CANCELLED.
+        std::vector<Op *> live;
+        {
+            std::lock_guard ops_lock(ops_mu_);
+            for (auto &[handle, op] : ops_) live.push_back(op.get());
+        }
+        for (Op *op : live)
+            if (!(op->state.load() & Op::results_final)) {
+                op->cancel_requested.store(true);
+                on_cancel(*op);
+            }
+    }
     std::unique_lock lock(drain_mu_);
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::nanoseconds(std::min<uint64_t>(timeout_ns, uint64_t(1) << 62));
@@ -412,6 +447,7 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
         return any_unprovable_.load() || (calls_in_progress_.load() == 0 && in_flight_.load() == 0);
     });
     if (any_unprovable_.load()) return KVBLOB_E_UNPROVABLE;
+    if (!done && KVBLOB_BREAKS("admission.during-drain")) draining_.store(false);  // admits again after a failed drain
     if (!done) return KVBLOB_E_TIMEOUT;
     drained_ok_.store(true);
     return KVBLOB_OK;

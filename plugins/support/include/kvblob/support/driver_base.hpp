@@ -17,7 +17,9 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 // The opaque handle types of the C header, completed for the bundled drivers.
@@ -117,6 +119,11 @@ protected:
     // registration with why.
     virtual kvblob_status store_register(Region &, std::string &) { return KVBLOB_OK; }
     virtual void store_unregister(Region &) {}
+#ifdef KVBLOB_BROKEN_BUILD
+    // Broken builds only: an admission that refused op at row refused_at
+    // after checking the rows before it.
+    virtual void refused_midway(Op &, uint64_t) {}
+#endif
 
     // ---- for the executing driver ----
     // Whether row i is to run now: false when it already has its result
@@ -138,6 +145,9 @@ private:
     // Publishes one answer's bit; the call that completes the pair counts
     // the operation out of flight. Touches op only through the one fetch_or.
     void publish(Op &op, uint32_t bit);
+    // Checks and copies row r of an operation being admitted (R-ADM-4..6).
+    kvblob_status admit_row(Op &op, const kvblob_row_t &row, uint64_t r, std::unordered_set<std::string_view> &keys,
+                            std::string &why);
     std::string check_spans(const kvblob_row_t &row, uint64_t row_index, std::vector<SpanRef> &spans,
                             std::vector<Region *> &regions, uint64_t &total);
 

@@ -1,9 +1,11 @@
 // The held-get scenario (kvblob.scenarios/1 stage_held_get) for drivers
 // whose store cannot hold a read itself: gets naming a staged key are parked
-// as started (not final, access open) until release, and must delay no
-// other operation (R-CON-3).
+// (not final, access open) until release, and must delay no other operation
+// (R-CON-3). A parked get has not started (docs/contract.md, "Scenario
+// hooks"): cancel takes it out and makes its rows CANCELLED (R-CAN-1).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -30,11 +32,20 @@ public:
         std::lock_guard lock(mu_);
         for (const auto &row : op.rows)
             if (keys_.count(row.key)) {
-                for (auto &r : op.rows) r.started.store(true);
                 parked_.push_back(&op);
                 return true;
             }
         return false;
+    }
+    // Takes op out when it is parked (a cancel before it started); true when
+    // it was: the caller then cancels it whole.
+    bool take(Op &op)
+    {
+        std::lock_guard lock(mu_);
+        auto it = std::find(parked_.begin(), parked_.end(), &op);
+        if (it == parked_.end()) return false;
+        parked_.erase(it);
+        return true;
     }
     // Forgets the staged keys; returns the parked operations, to run now.
     std::vector<Op *> release()
