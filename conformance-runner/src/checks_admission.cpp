@@ -142,6 +142,14 @@ void add_admission_checks(std::vector<Check> &out)
                               Batch b;
                               b.row(c.key("big"), {make_span(rb, 0, limit + 1)});
                               expect_refused(c, d, b, {c.key("big")}, "R-ADM-5", "a row of max_object_bytes + 1");
+                              // The limit is the row's: spans each within it, over it together.
+                              if (d.caps().max_spans_per_row >= 2 && limit >= 2) {
+                                  const uint64_t half = limit / 2 + 1;  // each span within the limit
+                                  Batch two;
+                                  two.row(c.key("big2"), {make_span(rb, 0, half), make_span(rb, half, limit + 1 - half)});
+                                  expect_refused(c, d, two, {c.key("big2")}, "R-ADM-5",
+                                                 "a row of two spans that together exceed max_object_bytes");
+                              }
                           }));
     out.push_back(refusal("admission.span-outside", "R-ADM-6", "a span past its region's end is refused",
                           [](Context &c, Driver &d, GuardedBuffer &, kvblob_region_t *r) {
@@ -178,6 +186,17 @@ void add_admission_checks(std::vector<Check> &out)
                        Batch b;
                        b.row(c.key("h"), {make_span(r, 0, 64)}).hint("placement=near");
                        expect_refused(c, d, b, {c.key("h")}, "R-ADM-7", "a hint to a driver without hints");
+                       Batch empty;
+                       empty.row(c.key("h0"), {make_span(r, 0, 64)}).hint("");
+                       expect_refused(c, d, empty, {c.key("h0")}, "R-ADM-7", "an empty hint to a driver without hints");
+                       for (OpKind kind : kinds_of(d)) {
+                           if (kind == OpKind::put) continue;
+                           Batch other = one_row(kind, c.key("h"), r, 64);
+                           other.hint("placement=near");
+                           kvblob_status st = KVBLOB_OK;
+                           expect(c.submit(d, kind, other, &st) == nullptr, "R-ADM-7",
+                                  std::string("a ") + to_string(kind) + " with a hint was admitted by a driver without hints");
+                       }
                    }});
     out.push_back({"hints.exact-bytes", {"R-HNT-1"}, Level::must, KVBLOB_CAP_HINTS, {"echo_hint"},
                    "a driver with hints receives each hint's bytes exactly, and keeps its own copy",
@@ -190,12 +209,24 @@ void add_admission_checks(std::vector<Check> &out)
                        Batch b;
                        b.row(c.key("hinted"), {make_span(r, 0, 64)}).hint(hint);
                        auto op = c.admit(d, OpKind::put, b);
-                       b.hint(std::string(hint.size(), 'X'));  // the engine reuses its buffer at once
+                       // The engine reuses its buffer at once: the same bytes, overwritten.
+                       const kvblob_hint_t *given = b.get().hint;
+                       std::memset(const_cast<void *>(given->bytes), 'X', given->size);
                        auto kept = c.echo_hint(d, op);
                        expect(kept == hint, "R-HNT-1",
                               "the driver kept " + std::to_string(kept.size()) + " bytes of a " +
                                   std::to_string(hint.size()) + "-byte hint, or other bytes");
                        expect(c.settle(d, op), "R-ACC-2", "the put did not settle");
+                       // A long hint arrives whole, too (no fixed-size field cuts it).
+                       std::string long_hint(1000, '\0');
+                       fill_pattern(reinterpret_cast<uint8_t *>(long_hint.data()), long_hint.size(), 7);
+                       Batch l;
+                       l.row(c.key("long"), {make_span(r, 0, 64)}).hint(long_hint);
+                       auto lop = c.admit(d, OpKind::put, l);
+                       kept = c.echo_hint(d, lop);
+                       expect(kept == long_hint, "R-HNT-1",
+                              "the driver kept " + std::to_string(kept.size()) + " bytes of a 1000-byte hint, or other bytes");
+                       expect(c.settle(d, lop), "R-ACC-2", "the put did not settle");
                    }});
     out.push_back({"admission.failures-are-rows", {"R-ADM-1"}, Level::must, 0, {"stage_failing_read", "release_staged"},
                    "after admission, one row's failure is that row's result; the operation never fails whole",

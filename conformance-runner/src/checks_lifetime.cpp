@@ -173,6 +173,74 @@ void add_lifetime_checks(std::vector<Check> &out)
                        expect(admitted_after_drain == 0, "R-ADM-2",
                               std::to_string(admitted_after_drain.load()) + " operation(s) admitted after drain returned");
                    }});
+    out.push_back({"lifetime.drain-waits-for-calls", {"R-DRN-3"}, Level::must, 0, {},
+                   "drain called while a long put or get call is in progress returns only after that call did: "
+                   "the driver never reads the call's batch after drain returned",
+                   [](Context &c) {
+                       // The batch is valid for the duration of the call, and drain
+                       // waits for calls in progress (R-DRN-3): once drain returned, no
+                       // driver reads the batch again. So the battery rewrites every key
+                       // of the batch then (its last byte), and looks for the rewritten
+                       // keys: a put that stored one, or a get that delivered one (its
+                       // object stored beforehand), read the batch after drain returned.
+                       for (OpKind kind : {OpKind::put, OpKind::get}) {
+                           auto d = c.open();
+                           auto other = c.open();
+                           const uint64_t rows = std::min<uint64_t>(d.caps().max_rows_per_op, 20000);
+                           GuardedBuffer buf(rows * 16), seen(rows * 16);
+                           fill_pattern(buf.data(), buf.size(), 71);
+                           std::memset(seen.data(), 0, seen.size());
+                           auto r = c.reg(d, buf);
+                           auto ro = c.reg(other, seen);
+                           const std::string tag = to_string(kind);
+                           auto original = [&](uint64_t i) { return c.key(tag + "/" + std::to_string(i)); };
+                           auto rewritten = [&](uint64_t i) {
+                               std::string k = original(i);
+                               k.front() = '~';
+                               return k;
+                           };
+                           if (kind == OpKind::get) {  // only the rewritten keys exist
+                               fill_pattern(seen.data(), seen.size(), 72);
+                               Batch stored;
+                               for (uint64_t i = 0; i < rows; ++i) stored.row(rewritten(i), {make_span(ro, i * 16, 16)});
+                               c.run(other, OpKind::put, stored);
+                           }
+                           Batch b;
+                           for (uint64_t i = 0; i < rows; ++i) b.row(original(i), {make_span(r, i * 16, 16)});
+                           if (kind == OpKind::get) std::memset(buf.data(), 0, buf.size());
+                           const kvblob_batch_t *raw = &b.get();
+                           auto slot = kind == OpKind::put ? d.table().put : d.table().get;
+                           std::atomic<bool> calling{false};
+                           kvblob_op_t *op = nullptr;
+                           CheckThreads caller(1, [&](int) {
+                               char err[256];
+                               calling = true;
+                               slot(d.handle(), raw, &op, err, sizeof err);
+                           });
+                           while (!calling) std::this_thread::yield();
+                           const auto st = d.table().drain(d.handle(), 30'000'000'000ull);
+                           for (uint64_t i = 0; i < rows; ++i)  // the driver must be done with these
+                               const_cast<uint8_t *>(raw->rows[i].key)[0] = '~';
+                           caller.join();
+                           if (op) {
+                               expect(c.settle(d, op), "R-ACC-2", "the admitted operation did not settle");
+                               d.table().release(d.handle(), op);
+                           }
+                           uint64_t late = 0;
+                           if (kind == OpKind::put) {
+                               Batch look;
+                               for (uint64_t i = 0; i < rows; ++i) look.row(rewritten(i), {make_span(ro, i * 16, 16)});
+                               for (const auto &res : c.run(other, OpKind::get, look)) late += res.result == KVBLOB_ROW_READY;
+                           } else {
+                               for (uint64_t i = 0; i < rows; ++i)
+                                   late += std::memcmp(buf.data() + i * 16, seen.data() + i * 16, 16) == 0;
+                           }
+                           expect(late == 0, "R-DRN-3",
+                                  "drain returned (" + std::string(kvblob_status_name(st)) + ") while a " + tag +
+                                      " call was still reading its batch: " + std::to_string(late) +
+                                      " row(s) used keys rewritten after drain returned");
+                       }
+                   }});
     out.push_back({"lifetime.close-order", {"R-CLS-1"}, Level::must, 0, {},
                    "close is refused before drain and while a region is registered",
                    [](Context &c) {
@@ -191,13 +259,30 @@ void add_lifetime_checks(std::vector<Check> &out)
                               "close refused after drain with no region registered");
                    }});
     out.push_back({"concurrency.threads", {"R-CON-1", "R-CON-2"}, Level::must, 0, {},
-                   "8 threads put and get equal and distinct keys; no READY get holds wrong bytes",
+                   "8 threads put and get equal and distinct keys while a 9th reads the shared ones; no READY get holds "
+                   "wrong bytes; batches of equal keys from several threads; an operation handed between threads",
                    [](Context &c) {
                        auto d = c.open();
-                       std::atomic<int> torn{0}, other{0};
-                       CheckThreads(8, [&](int t) {
+                       std::atomic<int> torn{0}, other{0}, writers{8};
+                       CheckThreads(9, [&](int t) {
                            GuardedBuffer src(2048), dst(2048);
                            auto rs = c.reg(d, src), rd = c.reg(d, dst);
+                           if (t == 8) {
+                               // A reader of the shared keys for as long as the writers run.
+                               for (int n = 0; writers.load() > 0; ++n) {
+                                   const int key = 1 + 2 * (n % 4);
+                                   auto get = c.run_one(d, OpKind::get, c.key(std::to_string(key)), {make_span(rd, 0, 2048)});
+                                   fill_pattern(src.data(), 2048, key);
+                                   if (get == KVBLOB_ROW_READY && std::memcmp(src.data(), dst.data(), 2048) != 0) ++torn;
+                                   if (get != KVBLOB_ROW_READY && get != KVBLOB_ROW_NOT_READY && get != KVBLOB_ROW_MISS)
+                                       ++other;
+                               }
+                               return;
+                           }
+                           struct Done {
+                               std::atomic<int> &left;
+                               ~Done() { --left; }
+                           } done{writers};
                            for (int i = 0; i < 200; ++i) {
                                const int key = (i % 2) ? i % 8 : 100 * (t + 1) + i;
                                fill_pattern(src.data(), 2048, key);
@@ -213,6 +298,44 @@ void add_lifetime_checks(std::vector<Check> &out)
                        expect(other == 0, "R-CON-2",
                               std::to_string(other.load()) + " puts or gets racing on a key answered neither READY, "
                                                              "NOT_READY nor MISS");
+                       // Batches of the same keys from every thread at once: equal keys in
+                       // different operations are no duplicates (R-ADM-4 is per operation).
+                       CheckThreads(4, [&](int t) {
+                           GuardedBuffer src(16 * 256);
+                           fill_pattern(src.data(), src.size(), 99);
+                           auto rs = c.reg(d, src);
+                           for (int round = 0; round < 50; ++round) {
+                               Batch b;
+                               for (int i = 0; i < 16; ++i)
+                                   b.row(c.key("same/" + std::to_string(i)), {make_span(rs, i * 256, 256)});
+                               kvblob_status st = KVBLOB_OK;
+                               std::string why;
+                               auto *op = c.submit(d, OpKind::put, b, &st, &why);
+                               expect(op != nullptr, "R-CON-1",
+                                      "thread " + std::to_string(t) + ": a put of keys other threads also put was "
+                                      "refused: " + kvblob_status_name(st) + " " + why);
+                               expect(c.settle(d, op), "R-ACC-2", "put did not settle");
+                               expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
+                           }
+                       }).join();
+                       // An operation submitted on one thread is polled, read and released on another.
+                       GuardedBuffer buf(4096);
+                       auto r = c.reg(d, buf);
+                       Batch b;
+                       b.row(c.key("handed"), {make_span(r, 0, 4096)});
+                       kvblob_op_t *op = c.admit(d, OpKind::put, b);
+                       CheckThreads(1, [&](int) {
+                           uint32_t fin = 0;
+                           kvblob_status st = d.table().poll(d.handle(), op, &fin);
+                           expect(st == KVBLOB_OK, "R-CON-1",
+                                  std::string("poll from a thread other than the submitter's answered ") +
+                                      kvblob_status_name(st));
+                           expect(c.settle(d, op), "R-ACC-2", "put did not settle");
+                           expect(c.results(d, op, 1)[0].result == KVBLOB_ROW_READY, "R-CON-1",
+                                  "a put read from another thread is not READY");
+                           expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-CON-1",
+                                  "release from a thread other than the submitter's was refused");
+                       }).join();
                    }});
     out.push_back({"concurrency.two-drivers", {"R-CON-2"}, Level::must, 0, {},
                    "two drivers on one store: what one puts the other gets, whole",
@@ -309,6 +432,21 @@ void add_lifetime_checks(std::vector<Check> &out)
                               std::string("after the foreign writer let go, probe of its key is ") +
                                   kvblob_row_result_name(res));
                    }});
+    out.push_back({"remove.being-written", {"R-RMV-1"}, Level::must, KVBLOB_CAP_REMOVE | KVBLOB_CAP_PROBE,
+                   {"stage_foreign_writer", "release_staged"},
+                   "a remove of a key another client is writing is NOT_READY and leaves the writer's claim",
+                   [](Context &c) {
+                       auto d = c.open();
+                       auto k = c.key("fw");
+                       c.stage(d, "stage_foreign_writer", k, "R-RMV-1");
+                       auto res = c.run_one(d, OpKind::remove, k);
+                       expect(res == KVBLOB_ROW_NOT_READY, "R-RMV-1",
+                              std::string("remove of a key being written is ") + kvblob_row_result_name(res));
+                       res = c.run_one(d, OpKind::probe, k);
+                       expect(res == KVBLOB_ROW_NOT_READY, "R-RMV-1",
+                              std::string("after a remove, probe of a key still being written is ") +
+                                  kvblob_row_result_name(res));
+                   }});
     out.push_back({"remove.then-miss", {"R-RMV-1"}, Level::must, KVBLOB_CAP_REMOVE | KVBLOB_CAP_PROBE, {},
                    "a READY remove makes the key MISS; removing an absent key is MISS",
                    [](Context &c) {
@@ -355,12 +493,39 @@ void add_lifetime_checks(std::vector<Check> &out)
     out.push_back({"open.capabilities-fixed", {"R-CAP-1"}, Level::must, 0, {},
                    "drivers opened with the same options declare the same capabilities",
                    [](Context &c) {
-                       auto first = c.open().caps();
+                       // Opened one after another, all open at once: a store's drivers
+                       // do not share out their limits.
+                       std::vector<std::unique_ptr<CheckDriver>> open;
+                       open.emplace_back(new CheckDriver(c.open()));
+                       auto first = open.front()->caps();
                        for (int i = 0; i < 3; ++i) {
-                           auto again = c.open().caps();
+                           open.emplace_back(new CheckDriver(c.open()));
+                           auto again = open.back()->caps();
                            expect(std::memcmp(&first, &again, sizeof first) == 0, "R-CAP-1",
                                   "a driver opened with the same options declared other capabilities");
                        }
+                   }});
+    out.push_back({"open.bad-value", {"R-OPN-1"}, Level::must, 0, {},
+                   "open refuses a value it cannot parse for each typed option it describes, naming the option",
+                   [](Context &c) {
+                       int tried = 0;
+                       for (const auto &o : c.plugin_options()) {
+                           if (!o.name) continue;
+                           const std::string name = o.name;
+                           if (o.type != KVBLOB_OPTION_INT && o.type != KVBLOB_OPTION_BOOL &&
+                               o.type != KVBLOB_OPTION_BYTES && o.type != KVBLOB_OPTION_MILLISECONDS &&
+                               o.type != KVBLOB_OPTION_CHOICE)
+                               continue;  // a string may be anything
+                           // No integer, byte count, boolean or choice word reads like this.
+                           const std::string value = "kvblob-conformance-not-a-value";
+                           std::string why;
+                           ++tried;
+                           expect(!c.try_open_with({{name, value}}, why), "R-OPN-1",
+                                  "open accepted '" + value + "' for its option '" + name + "'");
+                           expect(why.find(name) != std::string::npos, "R-OPN-1",
+                                  "the refusal of a bad value does not name option '" + name + "': " + why);
+                       }
+                       if (tried == 0) throw NotSupported("the plugin describes no typed option");
                    }});
     out.push_back({"open.unknown-option", {"R-OPN-1"}, Level::must, 0, {},
                    "open refuses an option it does not know, naming it",

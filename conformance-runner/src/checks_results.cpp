@@ -41,6 +41,7 @@ void add_results_checks(std::vector<Check> &out)
                        constexpr uint64_t n = 512;
                        GuardedBuffer src(4 * n), dst(8 * n);
                        fill_pattern(src.data(), src.size(), 31);
+                       std::memset(dst.data(), 0x5C, dst.size());
                        auto rs = c.reg(d, src), rd = c.reg(d, dst);
                        // Stored: z, b, m (put in that order); absent: a, y; stored with another size: q.
                        Batch put;
@@ -62,8 +63,13 @@ void add_results_checks(std::vector<Check> &out)
                            const std::string name = names[i];
                            const auto res = all[i].result;
                            const std::string row = "row " + std::to_string(i) + " (key " + name + ")";
-                           if (name == "y" || name == "a")
+                           if (name == "y" || name == "a") {
                                expect(res != KVBLOB_ROW_READY, "R-ROW-1", row + " of an absent key is READY");
+                               if (res == KVBLOB_ROW_MISS)
+                                   for (uint64_t b = 0; b < n; ++b)
+                                       expect(dst.data()[i * n + b] == 0x5C, "R-ROW-3",
+                                              row + " is MISS and its destination was written");
+                           }
                            else if (name == "q")
                                expect(res == KVBLOB_ROW_FAULT, "R-ROW-1",
                                       row + " of an object of another size is " + kvblob_row_result_name(res));

@@ -98,6 +98,8 @@ public:
             std::chrono::milliseconds op_timeout);
 
     CheckDriver open() const;
+    // The options the plugin describes in its table.
+    std::vector<kvblob_option_desc_t> plugin_options() const { return plugin_.options(); }
     // Opens with extra options; false (and the loader's words) on refusal.
     bool try_open_with(const Options &extra, std::string &why) const;
     // A key unique to this run and check: prefix/v1/hex(tag/name), where the

@@ -48,6 +48,11 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     // Device spans move through pinned staging (span_copy.hpp), where this
     // process sees a CUDA device.
     if (support::cuda_device_present()) caps.flags |= KVBLOB_CAP_DEVICE_MEMORY;
+    if (KVBLOB_BREAKS("m.cap1.probe-alternates")) {
+        // Features negotiated per connection with servers that disagree.
+        static std::atomic<uint64_t> opened{0};
+        if (opened++ % 2) caps.flags &= ~KVBLOB_CAP_PROBE;
+    }
     if (KVBLOB_BREAKS("open.capabilities-fixed")) {
         static std::atomic<uint64_t> opened{0};
         caps.max_rows_per_op -= opened++ % 2;  // declares other limits every other time
@@ -58,6 +63,8 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
         store_name += "#private-" + std::to_string(opened++);  // same options, different store
     }
     auto store = Store::named(store_name, o.bytes("capacity"));
+    if (KVBLOB_BREAKS("m.cap1.limits-shared"))  // the store's budget split between the drivers open on it
+        caps.max_ops_in_flight = std::max<uint64_t>(1, caps.max_ops_in_flight / store.use_count());
     return std::unique_ptr<MemoryDriver>(
         new MemoryDriver(caps, args.host, std::move(store), mode, workers));
 }
@@ -81,6 +88,16 @@ void MemoryDriver::start(Op &base)
     if (KVBLOB_BREAKS("runner.crash-in-put") && op.kind == OpKind::put) std::raise(SIGSEGV);
     if (KVBLOB_BREAKS("runner.hang-in-put") && op.kind == OpKind::put)
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+#ifdef KVBLOB_BROKEN_BUILD
+    {
+        std::vector<MemoryOp *> due;
+        {
+            std::lock_guard lock(deferred_mu_);
+            due.swap(deferred_);
+        }
+        for (MemoryOp *d : due) end_access(*d);
+    }
+#endif
     op.outcomes.resize(op.rows.size());
     bool held = false;
     if (keys_staged_.load(std::memory_order_acquire)) {
@@ -92,8 +109,17 @@ void MemoryDriver::start(Op &base)
         if (held && mode_ != Mode::controlled) {
             // Held inside the store before it starts: not final, access open,
             // until release_staged (R-CON-3) or a cancel (R-CAN-1).
-            held_ops_.push_back(&op);
-            return;
+            if (KVBLOB_BREAKS("m.con3.held-blocks-submit")) {
+                // Waits in the caller's thread for the store to let go.
+                while (!held_keys_.empty()) {
+                    hooks_mu_.unlock();
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                    hooks_mu_.lock();
+                }
+            } else {
+                held_ops_.push_back(&op);
+                return;
+            }
         }
     }
     dispatch(op);
@@ -117,6 +143,14 @@ void MemoryDriver::run(MemoryOp &op)
         late_touch = op.rows[0].spans[0].data;
     transfer(op);
     commit(op);
+#ifdef KVBLOB_BROKEN_BUILD
+    if (KVBLOB_BREAKS("m.acc2.access-ends-at-next-op") && op.kind == OpKind::get) {
+        std::lock_guard lock(deferred_mu_);
+        deferred_.push_back(&op);  // its access end is published by the next start()
+        finish(op);
+        return;
+    }
+#endif
     end_access(op);
     finish(op);  // the last touch: op may be released from here on
     if (late_touch) {
@@ -151,7 +185,8 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
 {
     const auto &row = op.rows[i];
     auto &out = op.outcomes[i];
-    const bool store_declined = KVBLOB_BREAKS("data.failed-put.leaves-nothing") && pool_full_.load();
+    const bool store_declined = (KVBLOB_BREAKS("data.failed-put.leaves-nothing") ||
+                                 KVBLOB_BREAKS("m.row8.fault-but-stored")) && pool_full_.load();
     if (pool_full_.load() && !store_declined) {
         out = {KVBLOB_BREAKS("scenario.full-pool") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_DECLINED, 0,
                "the pool is full (staged)", nullptr};
@@ -170,7 +205,17 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     if (KVBLOB_BREAKS("data.put-existing.unchanged") && reservation == Store::Reservation::exists)
         reservation = Store::Reservation::reserved;  // rewrites what is stored
     switch (reservation) {
-    case Store::Reservation::exists: out = {KVBLOB_ROW_READY, 0, "already stored; left as it was", nullptr}; return;
+    case Store::Reservation::exists:
+        if (KVBLOB_BREAKS("m.row7.existing-not-ready")) {
+            out = {KVBLOB_ROW_NOT_READY, 0, "exists", nullptr};  // an existing key taken for a conflict
+            return;
+        }
+        if (KVBLOB_BREAKS("m.row7.existing-declined")) {
+            out = {KVBLOB_ROW_DECLINED, 0, "quota", nullptr};  // the existing object counted again
+            return;
+        }
+        out = {KVBLOB_ROW_READY, 0, "already stored; left as it was", nullptr};
+        return;
     case Store::Reservation::writing:
         out = {KVBLOB_BREAKS("scenario.foreign-writer") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_NOT_READY, 0,
                "another writer holds this key uncommitted", nullptr};
@@ -202,9 +247,15 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
         }
         dst += row.spans[s].length;
     }
+    if (KVBLOB_BREAKS("m.row8.commit-before-trailer")) {
+        store_->commit(row.key, object);  // visible before its trailer is written
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     support::write_trailer(dst, row.key, total, crc);
-    // The broken build for R-ROW-8 says DECLINED and stores the object anyway.
-    out = {store_declined ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_READY, 0, {}, std::move(object)};
+    // The broken builds for R-ROW-8 say DECLINED (or FAULT) and store the object anyway.
+    out = {store_declined ? (KVBLOB_BREAKS("m.row8.fault-but-stored") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_DECLINED)
+                          : KVBLOB_ROW_READY,
+           0, {}, std::move(object)};
 }
 
 void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
@@ -225,6 +276,10 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
             for (const auto &span : row.spans) std::memset(span.data, 0, span.length);
         if (KVBLOB_BREAKS("device.miss.untouched"))
             for (const auto &span : row.spans) zero_device(span.data, span.length, span);
+        if (KVBLOB_BREAKS("m.row3.miss-first-byte") && !row.spans.empty() && !row.spans[0].device)
+            row.spans[0].data[0] = 0;  // "cleared" as a C string
+        if (KVBLOB_BREAKS("m.row3.miss-in-batch") && i > 0)
+            for (const auto &span : row.spans) std::memset(span.data, 0xFF, span.length);
         if (KVBLOB_BREAKS("data.absent-is-miss")) {
             out = {KVBLOB_ROW_FAULT, 404, "not found", nullptr};  // absence reported as a failure
             return;
@@ -243,6 +298,16 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
     auto fault = support::check_trailer(object.data(), object.size(), row.key, payload, recorded);
     if (fault != support::TrailerFault::none) {
         out = {KVBLOB_ROW_FAULT, static_cast<int32_t>(fault), support::to_string(fault), nullptr};
+        return;
+    }
+    if (payload > row.total && KVBLOB_BREAKS("m.row5.longer-writes-head")) {
+        std::memcpy(row.spans[0].data, object.data(), std::min(row.total, row.spans[0].length));
+        out = {KVBLOB_ROW_FAULT, 100, "the stored object is longer", nullptr};  // after writing what fitted
+        return;
+    }
+    if (payload < row.total && KVBLOB_BREAKS("m.row5.shorter-ready")) {
+        std::memcpy(row.spans[0].data, object.data(), std::min(payload, row.spans[0].length));
+        out = {KVBLOB_ROW_READY, 0, {}, nullptr};  // the rest left as it was
         return;
     }
     if (payload != row.total && KVBLOB_BREAKS("data.wrong-size.fault")) {
@@ -268,6 +333,13 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
         crc = crc32c(0, src, payload);
         if (half_copy) std::memcpy(row.spans[0].data, src, row.spans[0].length / 2);
     } else {
+        static uint8_t scratch[1 << 16];  // m.con1.shared-scratch: one bounce buffer for every thread
+        const bool bounce = KVBLOB_BREAKS("m.con1.shared-scratch") && payload <= sizeof scratch;
+        if (bounce) {
+            std::memcpy(scratch, src, payload);
+            std::this_thread::yield();
+            src = scratch;
+        }
         for (const auto &span : row.spans) {
             std::string error;
             if (KVBLOB_BREAKS("device.round-trip") && span.device) {
@@ -278,6 +350,8 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
             }
             if (KVBLOB_BREAKS("device.guard-canaries") && span.device)
                 zero_device(span.data + span.length, 64, span);  // past the span's end
+            if (KVBLOB_BREAKS("m.reg3.write-past-span") && !span.device) span.data[span.length] = 0;  // a NUL after
+            if (KVBLOB_BREAKS("m.reg3.write-before-span") && !span.device) span.data[-1] = 0;  // a length byte before
             src += span.length;
         }
     }
@@ -294,7 +368,10 @@ void MemoryDriver::transfer_probe(MemoryOp &op, size_t i)
 {
     auto &out = op.outcomes[i];
     switch (store_->find(op.rows[i].key).state) {
-    case Store::State::absent: out = {KVBLOB_ROW_MISS, 0, {}, nullptr}; break;
+    case Store::State::absent:
+        out = KVBLOB_BREAKS("m.row4.probe-absent-fault") ? MemoryOp::Outcome{KVBLOB_ROW_FAULT, 404, "not found", nullptr}
+                                                         : MemoryOp::Outcome{KVBLOB_ROW_MISS, 0, {}, nullptr};
+        break;
     case Store::State::writing:
         out = KVBLOB_BREAKS("scenario.foreign-writer.probe") ? MemoryOp::Outcome{KVBLOB_ROW_MISS, 0, {}, nullptr}
                                                             : MemoryOp::Outcome{KVBLOB_ROW_NOT_READY, 0,
@@ -311,9 +388,16 @@ void MemoryDriver::transfer_remove(MemoryOp &op, size_t i)
         out = {KVBLOB_ROW_READY, 0, {}, nullptr};  // says removed, removes nothing
         return;
     }
+    if (KVBLOB_BREAKS("remove.being-written") && store_->find(op.rows[i].key).state == Store::State::writing) {
+        store_->drop_foreign_writers();  // removes the writer's claim and says READY
+        out = {KVBLOB_ROW_READY, 0, {}, nullptr};
+        return;
+    }
     switch (store_->remove(op.rows[i].key)) {
     case Store::Removal::removed: out = {KVBLOB_ROW_READY, 0, {}, nullptr}; break;
-    case Store::Removal::absent: out = {KVBLOB_ROW_MISS, 0, {}, nullptr}; break;
+    case Store::Removal::absent:
+        out = {KVBLOB_BREAKS("m.rmv1.remove-absent-ready") ? KVBLOB_ROW_READY : KVBLOB_ROW_MISS, 0, {}, nullptr};
+        break;
     case Store::Removal::writing: out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr}; break;
     }
 }
@@ -326,6 +410,15 @@ void MemoryDriver::commit(MemoryOp &op)
                 for (auto &each : op.outcomes) each = {KVBLOB_ROW_FAULT, 1, "the operation failed", nullptr};
                 break;  // one failing row fails the whole operation
             }
+    if (KVBLOB_BREAKS("m.adm1.fault-spreads-to-next") || KVBLOB_BREAKS("m.adm1.fault-aborts-rest")) {
+        for (size_t i = op.rows.size() - 1; i >= 1; --i) {  // from the end: each row sees its own predecessor
+            if (op.outcomes[i - 1].result != KVBLOB_ROW_FAULT) continue;
+            if (KVBLOB_BREAKS("m.adm1.fault-spreads-to-next"))  // an error code not reset
+                op.outcomes[i] = {KVBLOB_ROW_FAULT, op.outcomes[i - 1].code, "failed", nullptr};
+            else  // the first failure aborts the rest
+                for (size_t j = i; j < op.rows.size(); ++j) op.outcomes[j] = {KVBLOB_ROW_FAULT, 1, "aborted", nullptr};
+        }
+    }
     for (size_t i = 0; i < op.rows.size(); ++i) {
         auto &out = op.outcomes[i];
         if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) {  // cancelled before it started
@@ -428,7 +521,13 @@ kvblob_status MemoryDriver::advance(kvblob_op_t *handle, kvblob_stage stage)
 uint64_t MemoryDriver::echo_hint(kvblob_op_t *handle, void *buf, uint64_t capacity)
 {
     if (!handle) return 0;
-    const std::string &hint = static_cast<Op *>(handle)->hint;
+    std::string hint = static_cast<Op *>(handle)->hint;
+#ifdef KVBLOB_BROKEN_BUILD
+    if (KVBLOB_BREAKS("m.hnt1.hint-not-copied")) {  // kept the engine's pointer, not the bytes
+        auto *op = static_cast<Op *>(handle);
+        hint.assign(static_cast<const char *>(op->hint_source), op->hint_length);
+    }
+#endif
     if (buf) std::memcpy(buf, hint.data(), std::min<uint64_t>(hint.size(), capacity));
     return hint.size();
 }

@@ -95,6 +95,12 @@ private:
     std::atomic<bool> keys_staged_{false};
     std::atomic<bool> pool_full_{false};
 
+#ifdef KVBLOB_BROKEN_BUILD
+    // m.acc2.access-ends-at-next-op: gets whose access end waits for the next operation.
+    std::mutex deferred_mu_;
+    std::vector<MemoryOp *> deferred_;
+#endif
+
     // Background mode's workers.
     support::WorkQueue workers_;
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 
@@ -82,7 +83,7 @@ kvblob_status DriverBase::register_region(const kvblob_region_desc_t *desc, kvbl
         why = "[R-ADM-8] DEVICE memory, but this driver does not declare device_memory";
         return KVBLOB_E_REJECTED;
     }
-    if (desc->kind != KVBLOB_MEMORY_HOST && desc->kind != KVBLOB_MEMORY_DEVICE) {
+    if (desc->kind != KVBLOB_MEMORY_HOST && desc->kind != KVBLOB_MEMORY_DEVICE && !KVBLOB_BREAKS("m.adm8.unknown-kind-accepted")) {
         why = "[R-ADM-8] unknown memory kind " + std::to_string(desc->kind);
         return KVBLOB_E_REJECTED;
     }
@@ -108,7 +109,10 @@ kvblob_status DriverBase::unregister_region(kvblob_region_t *handle)
     std::unique_lock lock(regions_mu_);
     auto it = regions_.find(handle);
     if (it == regions_.end()) return KVBLOB_E_INVALID;
-    if (it->second->pinned) return KVBLOB_BREAKS("lifetime.unprovable-pins") ? KVBLOB_OK : KVBLOB_E_UNPROVABLE;  // R-REG-2
+    if (it->second->pinned)  // R-REG-2
+        return KVBLOB_BREAKS("lifetime.unprovable-pins")       ? KVBLOB_OK
+               : KVBLOB_BREAKS("m.reg2.unregister-busy-status") ? KVBLOB_E_BUSY
+                                                               : KVBLOB_E_UNPROVABLE;
     if (it->second->users.load() != 0) return KVBLOB_BREAKS("lifetime.unregister-busy") ? KVBLOB_OK : KVBLOB_E_BUSY;  // R-REG-1
     if (KVBLOB_BREAKS("admission.unregistered-region")) return KVBLOB_OK;  // says gone, stays usable
     // Out of the table first: no operation can name it any more, and none
@@ -155,6 +159,11 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, std::ve
         total += span.length;
         if (std::find(regions.begin(), regions.end(), &region) == regions.end()) regions.push_back(&region);
     }
+    if (KVBLOB_BREAKS("m.adm5.object-limit-per-span")) {
+        for (const auto &span : spans)
+            if (span.length > caps_.max_object_bytes) return "[R-ADM-5] " + where + " has a span over the object limit";
+        return {};
+    }
     if (total > caps_.max_object_bytes && !KVBLOB_BREAKS("admission.object-too-large"))
         return "[R-ADM-5] " + where + " is " + std::to_string(total) + " bytes, over the object limit of " +
                std::to_string(caps_.max_object_bytes);
@@ -185,6 +194,17 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
         why = "[R-ADM-4] " + where + " has a key at the limit";  // off by one
         return KVBLOB_E_REJECTED;
     }
+    if (KVBLOB_BREAKS("m.con1.static-key-set")) {
+        // One set for every call, emptied at each operation's first row.
+        static std::unordered_set<std::string> seen;
+        static std::mutex seen_mu;
+        std::lock_guard seen_lock(seen_mu);
+        if (r == 0) seen.clear();
+        if (!seen.insert(dst.key).second) {
+            why = "[R-ADM-4] " + where + " repeats a key";
+            return KVBLOB_E_REJECTED;
+        }
+    }
     if (!keys.insert(dst.key).second && !KVBLOB_BREAKS("admission.duplicate-key")) {
         why = "[R-ADM-4] " + where + " repeats a key of this operation";
         return KVBLOB_E_REJECTED;
@@ -204,12 +224,18 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
 kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblob_op_t **out, std::string &why)
 {
     CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
+#ifdef KVBLOB_BROKEN_BUILD
+    // m.drn3.drain-waits-puts-only: a count of put calls alone.
+    std::optional<CallScope> put_scope;
+    if (kind == OpKind::put) put_scope.emplace(put_calls_in_progress_, drain_mu_, drain_cv_);
+#endif
     if (out) *out = nullptr;
     if (!batch || !out || batch->struct_size < sizeof(kvblob_batch_t)) {
         why = "NULL or undersized batch";
         return KVBLOB_E_INVALID;
     }
-    if (draining_ && !KVBLOB_BREAKS("admission.draining")) {
+    if (draining_ && !KVBLOB_BREAKS("admission.draining") &&
+        !(KVBLOB_BREAKS("m.adm2.probe-remove-while-draining") && (kind == OpKind::probe || kind == OpKind::remove))) {
         why = "[R-ADM-2] the driver is draining or closed";
         return KVBLOB_E_CLOSED;
     }
@@ -217,7 +243,8 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
         why = "[R-ADM-3] an operation needs at least one row";
         return KVBLOB_E_REJECTED;
     }
-    if (batch->row_count > caps_.max_rows_per_op && !KVBLOB_BREAKS("admission.too-many-rows")) {
+    if (batch->row_count > caps_.max_rows_per_op + (KVBLOB_BREAKS("m.adm3.rows-off-by-one") ? 1 : 0) &&
+        !KVBLOB_BREAKS("admission.too-many-rows")) {
         why = "[R-ADM-3] " + std::to_string(batch->row_count) + " rows, more than the limit of " +
               std::to_string(caps_.max_rows_per_op);
         return KVBLOB_E_REJECTED;
@@ -226,7 +253,9 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
         why = "more than 5000 rows";
         return KVBLOB_E_REJECTED;
     }
-    if (batch->hint && !(caps_.flags & KVBLOB_CAP_HINTS) && !KVBLOB_BREAKS("admission.hint-gated")) {
+    if (batch->hint && !(caps_.flags & KVBLOB_CAP_HINTS) && !KVBLOB_BREAKS("admission.hint-gated") &&
+        !(KVBLOB_BREAKS("m.adm7.empty-hint-admitted") && batch->hint->size == 0) &&
+        !(KVBLOB_BREAKS("m.adm7.hint-checked-on-put-only") && kind != OpKind::put)) {
         why = "[R-ADM-7] a hint, but this driver does not declare hints";
         return KVBLOB_E_REJECTED;
     }
@@ -235,8 +264,13 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
     op->rows = std::vector<Row>(batch->row_count);
     if (batch->hint && batch->hint->bytes) {
         const char *bytes = static_cast<const char *>(batch->hint->bytes);
-        op->hint.assign(bytes, KVBLOB_BREAKS("hints.exact-bytes") ? strnlen(bytes, batch->hint->size)
-                                                                  : batch->hint->size);  // as a C string
+        op->hint.assign(bytes, KVBLOB_BREAKS("hints.exact-bytes")        ? strnlen(bytes, batch->hint->size)  // as a C string
+                               : KVBLOB_BREAKS("m.hnt1.hint-capped-64") ? std::min<uint64_t>(batch->hint->size, 64)
+                                                                        : batch->hint->size);
+#ifdef KVBLOB_BROKEN_BUILD
+        op->hint_source = batch->hint->bytes;  // m.hnt1.hint-not-copied
+        op->hint_length = batch->hint->size;
+#endif
     }
 
     std::unordered_set<std::string_view> keys;
@@ -259,10 +293,14 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
         return KVBLOB_BREAKS("m.adm3.in-flight-busy") ? KVBLOB_E_BUSY : KVBLOB_E_REJECTED;
     }
     // Admitted: from here on every failure is a row result (R-ADM-1).
-    for (Region *region : op->regions) region->users.fetch_add(1);
+    if (!(KVBLOB_BREAKS("m.reg1.get-not-counted") && kind == OpKind::get))
+        for (Region *region : op->regions) region->users.fetch_add(1);
     lock.unlock();
     in_flight_.fetch_add(1);
     Op *raw = op.get();
+#ifdef KVBLOB_BROKEN_BUILD
+    raw->submitter = std::this_thread::get_id();  // m.con1.submitter-thread-only
+#endif
     {
         std::lock_guard ops_lock(ops_mu_);
         ops_.emplace(raw, std::move(op));
@@ -277,7 +315,17 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
 kvblob_status DriverBase::poll(kvblob_op_t *handle, uint32_t *is_final)
 {
     if (!handle || !is_final) return KVBLOB_E_INVALID;
+#ifdef KVBLOB_BROKEN_BUILD
+    // A completion queue per thread: only the submitting thread sees its operations.
+    if (KVBLOB_BREAKS("m.con1.submitter-thread-only") && as_op(handle)->submitter != std::this_thread::get_id())
+        return KVBLOB_E_INVALID;
+#endif
     *is_final = (as_op(handle)->state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
+    if (KVBLOB_BREAKS("m.acc1.poll-counts-pending") && !*is_final) {
+        uint32_t pending = 0;  // "is_final" taken for a count of rows still to come
+        for (const auto &row : as_op(handle)->rows) pending += row.result.load() == KVBLOB_ROW_PENDING;
+        *is_final = pending;
+    }
     return KVBLOB_OK;
 }
 
@@ -287,6 +335,9 @@ kvblob_status DriverBase::results(kvblob_op_t *handle, uint64_t first, uint64_t 
     Op &op = *as_op(handle);
     if (first > op.rows.size() || count > op.rows.size() - first) return KVBLOB_E_INVALID;
     if (KVBLOB_BREAKS("results.paging-and-order")) first = 0;  // every page read from the top
+#ifdef KVBLOB_BROKEN_BUILD
+    op.results_read.store(true);
+#endif
     for (uint64_t i = 0; i < count; ++i) {
         const Row &row = op.rows[first + i];
         int32_t result = row.result.load(std::memory_order_acquire);
@@ -325,6 +376,10 @@ kvblob_access DriverBase::access(kvblob_op_t *handle)
     const uint32_t state = as_op(handle)->state.load(std::memory_order_acquire);
     if (KVBLOB_BREAKS("lifetime.answers-any-order") && !(state & Op::results_final))
         return 9;  // assumes access is only asked once results are final
+#ifdef KVBLOB_BROKEN_BUILD
+    if (KVBLOB_BREAKS("m.acc1.access-ends-on-results") && !as_op(handle)->results_read.load())
+        return KVBLOB_ACCESS_OPEN;  // access is only closed out once the results were read
+#endif
     return (state & Op::access_unprovable) ? KVBLOB_ACCESS_UNPROVABLE
            : (state & Op::access_ended)    ? KVBLOB_ACCESS_ENDED
                                            : KVBLOB_ACCESS_OPEN;
@@ -351,8 +406,13 @@ kvblob_status DriverBase::release(kvblob_op_t *handle)
     if (it == ops_.end()) return KVBLOB_E_INVALID;
     Op &op = *it->second;
     const uint32_t state = op.state.load(std::memory_order_acquire);
-    if (state & Op::access_unprovable) return KVBLOB_E_UNPROVABLE;  // R-OPS-1
-    if (state != (Op::results_final | Op::access_ended)) return KVBLOB_E_BUSY;
+    if (state & Op::access_unprovable)  // R-OPS-1
+        return KVBLOB_BREAKS("m.ops1.release-unprovable-ok") ? KVBLOB_OK : KVBLOB_E_UNPROVABLE;
+    if (state != (Op::results_final | Op::access_ended))
+        return KVBLOB_BREAKS("m.ops1.release-before-final") ? KVBLOB_OK : KVBLOB_E_BUSY;  // (and keeps it)
+    if (KVBLOB_BREAKS("m.ops1.release-busy-after-cancel"))
+        for (const auto &row : op.rows)
+            if (row.result.load() == KVBLOB_ROW_CANCELLED) return KVBLOB_E_BUSY;
     ops_.erase(it);
     return KVBLOB_OK;
 }
@@ -404,7 +464,10 @@ void DriverBase::end_access(Op &op)
         drain_cv_.notify_all();
         return;
     }
-    for (Region *region : op.regions) region->users.fetch_sub(1);
+    if (KVBLOB_BREAKS("m.acc2.remove-access-never-ends") && op.kind == OpKind::remove) return;  // "no spans, no access"
+    if (!((KVBLOB_BREAKS("m.reg1.get-not-counted") || KVBLOB_BREAKS("m.reg1.get-never-uncounted")) &&
+          op.kind == OpKind::get))
+        for (Region *region : op.regions) region->users.fetch_sub(1);
     publish(op, Op::access_ended);
 }
 
@@ -412,7 +475,7 @@ void DriverBase::cancel_unstarted(Op &op)
 {
     for (size_t i = 0; i < op.rows.size(); ++i) set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled before it started");
     op.unprovable = false;  // nothing touched its memory
-    end_access(op);
+    if (!KVBLOB_BREAKS("m.acc2.cancel-never-ends-access")) end_access(op);
     finish(op);
 }
 
@@ -420,8 +483,16 @@ void DriverBase::cancel_unstarted(Op &op)
 
 kvblob_status DriverBase::drain(uint64_t timeout_ns)
 {
-    draining_.store(true);
-    if (any_unprovable_.load()) return KVBLOB_E_UNPROVABLE;  // R-DRN-2
+    if (!KVBLOB_BREAKS("m.drn3.draining-set-late")) draining_.store(true);
+    if (KVBLOB_BREAKS("m.reg2.pin-forgotten-after-drain")) {
+        std::shared_lock lock(regions_mu_);
+        for (auto &[handle, region] : regions_) region->pinned.store(false);
+    }
+    if (any_unprovable_.load()) {  // R-DRN-2
+        if (KVBLOB_BREAKS("m.drn2.drain-ok-with-unprovable")) return KVBLOB_OK;
+        if (KVBLOB_BREAKS("m.drn2.drain-timeout-status")) return KVBLOB_E_TIMEOUT;
+        if (!KVBLOB_BREAKS("m.drn2.drain-waits-on-unprovable")) return KVBLOB_E_UNPROVABLE;
+    }
     if (KVBLOB_BREAKS("lifetime.drain-concurrent")) {
         drained_ok_.store(true);  // claims done without waiting for anything
         return KVBLOB_OK;
@@ -443,10 +514,23 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
     std::unique_lock lock(drain_mu_);
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::nanoseconds(std::min<uint64_t>(timeout_ns, uint64_t(1) << 62));
-    bool done = drain_cv_.wait_until(lock, deadline, [&] {
-        return any_unprovable_.load() || (calls_in_progress_.load() == 0 && in_flight_.load() == 0);
-    });
+    const bool unprovable_stops = !KVBLOB_BREAKS("m.drn2.drain-waits-on-unprovable");
+    auto calls_returned = [&] {
+#ifdef KVBLOB_BROKEN_BUILD
+        if (KVBLOB_BREAKS("lifetime.drain-waits-for-calls")) return true;  // calls in progress ignored
+        if (KVBLOB_BREAKS("m.drn3.drain-waits-puts-only")) return put_calls_in_progress_.load() == 0;
+#endif
+        return calls_in_progress_.load() == 0;
+    };
+    auto idle = [&] {
+        return (unprovable_stops && any_unprovable_.load()) ||
+               (calls_returned() && (in_flight_.load() == 0 || KVBLOB_BREAKS("m.drn1.drain-waits-for-calls-only")));
+    };
+    bool done = KVBLOB_BREAKS("m.con3.drain-waits-for-held") ? (drain_cv_.wait(lock, idle), true)
+                                                             : drain_cv_.wait_until(lock, deadline, idle);
+    if (KVBLOB_BREAKS("m.drn3.draining-set-late")) draining_.store(true);
     if (any_unprovable_.load()) return KVBLOB_E_UNPROVABLE;
+    if (!done && KVBLOB_BREAKS("m.drn1.drain-ok-on-timeout")) done = true;
     if (!done && KVBLOB_BREAKS("admission.during-drain")) draining_.store(false);  // admits again after a failed drain
     if (!done) return KVBLOB_E_TIMEOUT;
     drained_ok_.store(true);
@@ -455,10 +539,12 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
 
 kvblob_status DriverBase::can_close()
 {
-    if (!drained_ok_.load() && !KVBLOB_BREAKS("lifetime.close-order")) return KVBLOB_E_BUSY;  // R-CLS-1
+    if (!drained_ok_.load() && !KVBLOB_BREAKS("lifetime.close-order") &&
+        !(KVBLOB_BREAKS("m.cls1.close-when-idle") && in_flight_.load() == 0))
+        return KVBLOB_E_BUSY;  // R-CLS-1
     {
         std::shared_lock lock(regions_mu_);
-        if (!regions_.empty()) return KVBLOB_E_BUSY;
+        if (!regions_.empty() && !KVBLOB_BREAKS("m.cls1.close-with-regions")) return KVBLOB_E_BUSY;
     }
     stop();
     return KVBLOB_OK;

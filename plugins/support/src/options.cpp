@@ -40,6 +40,7 @@ bool parse_bool(const std::string &text)
 {
     if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
     if (text == "0" || text == "false" || text == "no" || text == "off") return false;
+    if (KVBLOB_BREAKS("m.opn1.bool-lenient")) return false;  // anything else reads as false
     throw OptionError("'" + text + "' is not a boolean (use true or false)");
 }
 
@@ -90,9 +91,10 @@ ParsedOptions::ParsedOptions(const kvblob_option_desc_t *table, uint64_t n, cons
         auto it = known.find(o.key);
         if (it == known.end()) {
             if (KVBLOB_BREAKS("open.unknown-option")) continue;  // ignored silently
+            if (KVBLOB_BREAKS("m.opn1.message-without-name")) throw OptionError("unknown option");
             throw OptionError(std::string("unknown option '") + o.key + "'");
         }
-        validate(*it->second, o.value);
+        if (!KVBLOB_BREAKS("open.bad-value")) validate(*it->second, o.value);
         values_[o.key] = o.value;
     }
     for (const auto &[name, desc] : known) {

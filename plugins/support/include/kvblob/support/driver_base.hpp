@@ -18,6 +18,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -76,6 +77,13 @@ struct Op : kvblob_op {
     std::atomic<bool> cancel_requested{false};
     // Set before start() when this operation is to lose its access evidence.
     bool unprovable = false;
+#ifdef KVBLOB_BROKEN_BUILD
+    // Mutants only (tests/mutation).
+    std::atomic<bool> results_read{false};
+    std::thread::id submitter;
+    const void *hint_source = nullptr;
+    uint64_t hint_length = 0;
+#endif
 };
 
 class DriverBase : public kvblob_driver {
@@ -164,6 +172,9 @@ private:
     std::atomic<bool> drained_ok_{false};
     std::atomic<bool> any_unprovable_{false};
     std::atomic<uint64_t> calls_in_progress_{0};
+#ifdef KVBLOB_BROKEN_BUILD
+    std::atomic<uint64_t> put_calls_in_progress_{0};
+#endif
     std::atomic<uint64_t> in_flight_{0};
     std::mutex drain_mu_;
     std::condition_variable drain_cv_;
