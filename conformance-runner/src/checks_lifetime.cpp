@@ -1,5 +1,6 @@
 // Checks of lifetime and concurrency: regions, access, cancel, drain, close,
 // threads, staged store scenarios.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -183,10 +184,30 @@ void add_lifetime_checks(std::vector<Check> &out)
                        // of the batch then (its last byte), and looks for the rewritten
                        // keys: a put that stored one, or a get that delivered one (its
                        // object stored beforehand), read the batch after drain returned.
+                       // As many rows as the driver moves in a quarter of the check's time,
+                       // over the four long operations below (at most 20,000): a long call
+                       // is a wide window, and a slow store still ends in time.
+                       uint64_t rows = 0;
+                       {
+                           auto d = c.open();
+                           constexpr uint64_t probe_rows = 256;
+                           if (d.caps().max_rows_per_op < probe_rows) throw NotSupported("max_rows_per_op is below 256");
+                           GuardedBuffer buf(probe_rows * 16);
+                           auto r = c.reg(d, buf);
+                           Batch b;
+                           for (uint64_t i = 0; i < probe_rows; ++i)
+                               b.row(c.key("pace/" + std::to_string(i)), {make_span(r, i * 16, 16)});
+                           const auto t0 = std::chrono::steady_clock::now();
+                           c.run(d, OpKind::put, b);
+                           const double per_row =
+                               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / probe_rows;
+                           const double budget = std::chrono::duration<double>(c.op_timeout).count() / 4 / 4;
+                           rows = std::clamp<uint64_t>(static_cast<uint64_t>(budget / std::max(per_row, 1e-9)), probe_rows,
+                                                       std::min<uint64_t>(d.caps().max_rows_per_op, 20000));
+                       }
                        for (OpKind kind : {OpKind::put, OpKind::get}) {
                            auto d = c.open();
                            auto other = c.open();
-                           const uint64_t rows = std::min<uint64_t>(d.caps().max_rows_per_op, 20000);
                            GuardedBuffer buf(rows * 16), seen(rows * 16);
                            fill_pattern(buf.data(), buf.size(), 71);
                            std::memset(seen.data(), 0, seen.size());
@@ -430,6 +451,30 @@ void add_lifetime_checks(std::vector<Check> &out)
                        res = c.run_one(d, OpKind::probe, k);
                        expect(res != KVBLOB_ROW_READY && res != KVBLOB_ROW_NOT_READY, "R-ROW-2",
                               std::string("after the foreign writer let go, probe of its key is ") +
+                                  kvblob_row_result_name(res));
+                   }});
+    out.push_back({"scenario.close-releases", {"R-ROW-2"}, Level::must, 0, {"stage_foreign_writer", "release_staged"},
+                   "a scenario lives no longer than the driver that staged it: once it closed, another driver on "
+                   "the store puts the key",
+                   [](Context &c) {
+                       auto keep = c.open();  // keeps the store open
+                       GuardedBuffer buf(1024);
+                       auto r = c.reg(keep, buf);
+                       auto k = c.key("fw");
+                       {
+                           // Staged by hand, not through the battery, which would release it.
+                           Driver staging = c.open();
+                           const auto st = staging.scenarios()->stage_foreign_writer(
+                               staging.handle(), reinterpret_cast<const uint8_t *>(k.data()), k.size());
+                           expect(st == KVBLOB_OK, "R-ROW-2",
+                                  std::string("stage_foreign_writer answered ") + kvblob_status_name(st));
+                           expect(staging.shutdown(std::chrono::seconds(10)) == KVBLOB_OK, "R-CLS-1",
+                                  "the driver that staged could not be closed");
+                       }
+                       auto res = c.run_one(keep, OpKind::put, k, {make_span(r, 0, 1024)});
+                       expect(res == KVBLOB_ROW_READY, "R-ROW-2",
+                              std::string("after the driver that staged a foreign writer closed, a put of its key from "
+                                          "another driver is ") +
                                   kvblob_row_result_name(res));
                    }});
     out.push_back({"remove.being-written", {"R-RMV-1"}, Level::must, KVBLOB_CAP_REMOVE | KVBLOB_CAP_PROBE,

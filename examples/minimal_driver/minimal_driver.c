@@ -170,6 +170,10 @@ static kvblob_status md_register(kvblob_driver_t *d, const kvblob_region_desc_t 
         say(err, capacity, "a region needs a base and a positive size");
         return KVBLOB_E_REJECTED;
     }
+    if ((uintptr_t)desc->base + desc->size < (uintptr_t)desc->base) { /* its end would wrap */
+        say(err, capacity, "a region must not wrap around the address space");
+        return KVBLOB_E_REJECTED;
+    }
     r = (kvblob_region_t *)calloc(1, sizeof *r);
     if (!r) {
         say(err, capacity, "out of memory");

@@ -76,7 +76,13 @@ MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services
     if (mode_ == Mode::background) workers_.start(workers);
 }
 
-MemoryDriver::~MemoryDriver() { stop(); }
+MemoryDriver::~MemoryDriver()
+{
+    stop();
+    // What this driver staged on the shared store ends with it (docs/contract.md, "Scenario hooks").
+    if (!KVBLOB_BREAKS("scenario.close-releases"))
+        for (const auto &key : foreign_keys_) store_->drop_foreign_writer(key);
+}
 
 // ---- execution ------------------------------------------------------------
 
@@ -389,7 +395,7 @@ void MemoryDriver::transfer_remove(MemoryOp &op, size_t i)
         return;
     }
     if (KVBLOB_BREAKS("remove.being-written") && store_->find(op.rows[i].key).state == Store::State::writing) {
-        store_->drop_foreign_writers();  // removes the writer's claim and says READY
+        store_->drop_foreign_writer(op.rows[i].key);  // removes the writer's claim and says READY
         out = {KVBLOB_ROW_READY, 0, {}, nullptr};
         return;
     }
@@ -534,7 +540,10 @@ uint64_t MemoryDriver::echo_hint(kvblob_op_t *handle, void *buf, uint64_t capaci
 
 kvblob_status MemoryDriver::stage_foreign_writer(const std::string &key)
 {
-    return store_->hold_for_foreign_writer(key) ? KVBLOB_OK : KVBLOB_E_INVALID;
+    if (!store_->hold_for_foreign_writer(key)) return KVBLOB_E_INVALID;
+    std::lock_guard lock(hooks_mu_);
+    foreign_keys_.insert(key);
+    return KVBLOB_OK;
 }
 
 kvblob_status MemoryDriver::stage_full_pool()
@@ -575,15 +584,17 @@ kvblob_status MemoryDriver::stage_unprovable(const std::string &key)
 kvblob_status MemoryDriver::release_staged()
 {
     std::vector<MemoryOp *> held;
+    std::set<std::string> foreign;
     {
         std::lock_guard lock(hooks_mu_);
+        foreign.swap(foreign_keys_);
         failing_reads_.clear();
         held_keys_.clear();
         held.swap(held_ops_);
         keys_staged_.store(!unprovable_keys_.empty(), std::memory_order_release);
     }
     pool_full_.store(false);
-    store_->drop_foreign_writers();
+    for (const auto &key : foreign) store_->drop_foreign_writer(key);
     for (MemoryOp *op : held) dispatch(*op);
     return KVBLOB_OK;
 }

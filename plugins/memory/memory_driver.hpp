@@ -89,6 +89,9 @@ private:
     // Staged scenarios, under hooks_mu_.
     std::mutex hooks_mu_;
     std::set<std::string> failing_reads_, held_keys_, unprovable_keys_;
+    // Keys this driver staged a foreign writer on: the store is shared, the
+    // claims are this driver's, and go with it (release_staged or close).
+    std::set<std::string> foreign_keys_;
     std::vector<MemoryOp *> held_ops_;
     // Set while any keyed scenario is staged, so that operations take
     // hooks_mu_ only then: no driver-wide lock on the data path otherwise.

@@ -94,12 +94,12 @@ bool Store::hold_for_foreign_writer(const std::string &key)
     return s.map.emplace(key, Entry{nullptr, true, 0}).second;
 }
 
-void Store::drop_foreign_writers()
+void Store::drop_foreign_writer(const std::string &key)
 {
-    for (auto &s : shards_) {
-        std::lock_guard lock(s.mu);
-        std::erase_if(s.map, [](const auto &kv) { return kv.second.foreign && !kv.second.object; });
-    }
+    Shard &s = shard(key);
+    std::lock_guard lock(s.mu);
+    auto it = s.map.find(key);
+    if (it != s.map.end() && it->second.foreign && !it->second.object) s.map.erase(it);
 }
 
 bool Store::corrupt(const std::string &key)

@@ -51,7 +51,7 @@ public:
     // Scenario hooks: another client holds key uncommitted; an object is
     // corrupted at rest.
     bool hold_for_foreign_writer(const std::string &key);
-    void drop_foreign_writers();
+    void drop_foreign_writer(const std::string &key);
     bool corrupt(const std::string &key);
 
     uint64_t capacity() const { return capacity_; }
