@@ -63,6 +63,16 @@ done < "$work/option_sets"
 awk '{print $1, $3, $4}' "$work/list" |
     xargs -P "$jobs" -L 1 bash -c 'run "$0" "$1" "$2" "'"$work"'/$0.out"; echo $? > "'"$work"'/$0.rc"'
 
+# A kill may hang on a race (two threads meeting in a window): a mutant that
+# survived runs twice more, alone, before it counts as a survivor.
+killed() { [ "$(cat "$work/$1.rc" 2>/dev/null)" = 1 ] && grep -qE '^\[(FAIL|CRASH|TIMEOUT)\]' "$work/$1.out"; }
+while read -r id checks opts; do
+    for _ in 1 2; do
+        killed "$id" && break
+        run "$id" "$checks" "$opts" "$work/$id.out"; echo $? > "$work/$id.rc"
+    done
+done < <(awk '{print $1, $3, $4}' "$work/list")
+
 printf '%-10s %7s %6s %10s %8s  %s\n' rule mutants killed equivalent survived "kill rate (after equivalents)"
 killed_all=0 counted_all=0
 while read -r rule; do
@@ -72,7 +82,7 @@ while read -r rule; do
         rc=$(cat "$work/$id.rc" 2>/dev/null || echo 0)
         is_equiv=0
         grep -qx "$id" "$work/equivalent" && is_equiv=1
-        if [ "$rc" = 1 ] && grep -qE '^\[(FAIL|CRASH|TIMEOUT)\]' "$work/$id.out"; then
+        if killed "$id"; then
             killed=$((killed + 1))
             [ $is_equiv = 1 ] && complain "mutant $id is listed as equivalent but was killed by: $(grep -E '^\[(FAIL|CRASH|TIMEOUT)\]' "$work/$id.out" | head -1)"
             echo "$id killed by $(grep -E '^\[(FAIL|CRASH|TIMEOUT)\]' "$work/$id.out" | head -1)" >> "$work/kills"
