@@ -302,12 +302,20 @@ void add_lifetime_checks(std::vector<Check> &out)
                                    if (get != KVBLOB_ROW_READY && get != KVBLOB_ROW_NOT_READY && get != KVBLOB_ROW_MISS)
                                        ++other;
                                }
+                               c.unreg(d, rs), c.unreg(d, rd);
                                return;
                            }
                            struct Done {
                                std::atomic<int> &left;
                                ~Done() { --left; }
                            } done{writers};
+                           // Unregistered before the buffers go: a later phase may get their addresses.
+                           struct Unreg {
+                               Context &c;
+                               Driver &d;
+                               kvblob_region_t *a, *b;
+                               ~Unreg() { c.unreg(d, a), c.unreg(d, b); }
+                           } unreg{c, d, rs, rd};
                            for (int i = 0; i < 200; ++i) {
                                const int key = (i % 2) ? i % 8 : 100 * (t + 1) + i;
                                fill_pattern(src.data(), 2048, key);
@@ -342,6 +350,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                                expect(c.settle(d, op), "R-ACC-2", "put did not settle");
                                expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
                            }
+                           c.unreg(d, rs);
                        }).join();
                        // An operation submitted on one thread is polled, read and released on another.
                        GuardedBuffer buf(4096);
