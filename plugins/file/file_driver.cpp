@@ -122,6 +122,11 @@ std::unique_ptr<FileDriver> FileDriver::open(const kvblob_open_args_t &args, kvb
     if (!S_ISDIR(st.st_mode)) throw support::OptionError("option 'root': " + s.root + " is not a directory");
     if (::access(s.root.c_str(), W_OK | X_OK) != 0)
         throw support::OptionError("option 'root': " + errno_text("access", s.root, errno));
+    // A put publishes its file by descriptor, through /proc (reservation.cpp).
+    if (::access("/proc/self/fd", X_OK) != 0)
+        throw support::OpenError(KVBLOB_E_UNSUPPORTED,
+                                 "the file driver needs /proc/self/fd to publish objects: " +
+                                     errno_text("access", "/proc/self/fd", errno));
     s.capacity = o.bytes("capacity");
     const std::string &sync = o.text("fsync");
     s.sync = sync == "full" ? Sync::full : sync == "data" ? Sync::data : Sync::none;
@@ -234,11 +239,21 @@ FileDriver::Outcome FileDriver::put(const support::Row &row)
     if (const int err = write_object(row, reservation))
         return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err,
                 errno_text("write", reservation.path(), err)};
-    // link() never replaces: an object published first stays (R-ROW-7).
-    // The claim's name goes with the Reservation.
-    if (::link(reservation.path().c_str(), p.object.c_str()) != 0) {
-        const int err = errno;
-        if (err == EEXIST) return {KVBLOB_ROW_READY, 0, "already stored; left as it was"};
+    // Published by its descriptor, whole, and only while the claim is this
+    // writer's (reservation.hpp); a link never replaces an object published
+    // first (R-ROW-7). The claim's name goes with the Reservation.
+    int err = 0;
+    switch (reservation.publish(p.object, bytes, err)) {
+    case Reservation::Publish::published: break;
+    case Reservation::Publish::exists: return {KVBLOB_ROW_READY, 0, "already stored; left as it was"};
+    case Reservation::Publish::lost:
+        return {KVBLOB_ROW_NOT_READY, 0,
+                "this writer's claim outlived reservation_expiry_ms and was broken by another writer; nothing "
+                "published (" + p.reservation + ")"};
+    case Reservation::Publish::not_whole:
+        return {KVBLOB_ROW_FAULT, EIO, "the written file does not hold the whole object; nothing published (" +
+                                           reservation.path() + ")"};
+    case Reservation::Publish::failed:
         return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err, errno_text("link", p.object, err)};
     }
     if (settings_.sync == Sync::full) {
@@ -288,7 +303,7 @@ int FileDriver::write_object(const support::Row &row, Reservation &reservation)
     }
     if (!err && settings_.sync == Sync::data && ::fdatasync(fd) != 0) err = errno;
     if (!err && settings_.sync == Sync::full && ::fsync(fd) != 0) err = errno;
-    if (!err) err = reservation.close();
+    if (!err) err = reservation.flush();
     return err;
 }
 

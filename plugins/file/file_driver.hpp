@@ -4,9 +4,10 @@
 //
 // A put writes the payload and trailer into its O_EXCL claim file beside
 // the object (reservation.hpp), which makes other drivers answer NOT_READY
-// for the key meanwhile (R-ROW-2), and publishes it with link(), which
-// refuses to replace an existing object: readers never see a partial object
-// (R-CON-2, R-ROW-8) and a published one is never rewritten (R-ROW-7).
+// for the key meanwhile (R-ROW-2), and publishes that very file, whole, by
+// its descriptor with a hard link, which refuses to replace an existing
+// object: readers never see a partial object (R-CON-2, R-ROW-8) and a
+// published one is never rewritten (R-ROW-7).
 #pragma once
 
 #include <kvblob/support/driver_base.hpp>

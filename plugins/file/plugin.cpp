@@ -25,8 +25,8 @@ constexpr std::array<kvblob_option_desc_t, 7> own_options = {{
     option(KVBLOB_OPTION_INT, "workers", "4", nullptr, "Worker threads completing operations."),
     option(KVBLOB_OPTION_INT, "fanout", "2", nullptr, "Levels of two-hex-digit directories above each object (0-4)."),
     option(KVBLOB_OPTION_INT, "reservation_expiry_ms", "30000", nullptr,
-           "Age after which a writer's reservation is taken as left by a dead writer and broken. Must exceed "
-           "the longest put."),
+           "Age after which a writer's reservation is taken as left by a dead writer and broken. A put slower "
+           "than this may lose its key to another writer: its row is then NOT_READY and nothing of it is kept."),
 }};
 
 constexpr auto all_options = support::join(own_options, support::limit_options());

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 
 namespace kvblob::file {
 
@@ -21,14 +22,32 @@ std::chrono::milliseconds age_of(const struct stat &st)
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - mtime);
 }
 
-// Breaks a stale claim: renames it aside first, so that of two processes
-// breaking it at once only one succeeds, then removes it.
-void break_stale(const ObjectPaths &paths)
+FileId id_of(const struct stat &st) { return {st.st_dev, st.st_ino}; }
+
+// Removes the file at path only if it is the file id: renamed aside to a
+// name no one else uses first, so the look and the removal concern one
+// file whatever lands at path meanwhile. A different file found aside (a
+// claim made after id was judged) is put back with link(), which never
+// replaces; should a still newer claim hold the name by then, the displaced
+// one is removed after all, and its writer, finding its file without a
+// name, publishes nothing. The caller holds id's file open, so its inode is
+// not reused.
+bool remove_if_same(const std::string &path, FileId id)
 {
     static std::atomic<uint64_t> sequence{0};
-    const std::string aside = paths.reservation + ".stale." + std::to_string(::getpid()) + "." +
+    const std::string aside = path + ".stale." + std::to_string(::getpid()) + "." +
                               std::to_string(sequence.fetch_add(1));
-    if (::rename(paths.reservation.c_str(), aside.c_str()) == 0) ::unlink(aside.c_str());
+    struct stat st {};
+    // Most often another file stands there by now (a breaker before us
+    // made a new claim): left alone. The rename below settles the rest.
+    if (::lstat(path.c_str(), &st) != 0 || !(id_of(st) == id)) return false;
+    if (::rename(path.c_str(), aside.c_str()) != 0) return false;  // gone already
+    const bool same = ::lstat(aside.c_str(), &st) == 0 && id_of(st) == id;
+    // Put back unless its writer published it meanwhile (a second link):
+    // that claim's name would outlive its writer.
+    if (!same && st.st_nlink == 1) ::link(aside.c_str(), path.c_str());
+    ::unlink(aside.c_str());
+    return same;
 }
 
 const std::string &writer_identity()
@@ -71,25 +90,42 @@ bool reservation_active(const std::string &path, std::chrono::milliseconds expir
 Reservation Reservation::claim(const std::string &root, const ObjectPaths &paths, bool direct,
                                std::chrono::milliseconds expiry, Outcome &outcome, std::string &error)
 {
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    // A claim that goes between our look and our creation is looked at
+    // again; three tries, then the key counts as held.
+    for (int attempt = 0; attempt < 3; ++attempt) {
         int err = 0;
         UniqueFd fd = create_exclusive(root, paths, direct, err);
+        struct stat st {};
         if (fd) {
-            outcome = Outcome::owned;
-            return Reservation(paths.reservation, std::move(fd));
-        }
-        if (err == EEXIST) {
-            struct stat st {};
-            if (::stat(paths.reservation.c_str(), &st) != 0 || age_of(st) >= expiry) {
-                break_stale(paths);
-                continue;
+            if (::fstat(fd.get(), &st) != 0) {
+                err = errno;
+                ::unlink(paths.reservation.c_str());  // just created, and no one breaks a fresh claim
+                outcome = Outcome::failed;
+                error = errno_text("stat", paths.reservation, err);
+                return {};
             }
+            outcome = Outcome::owned;
+            return Reservation(paths.reservation, std::move(fd), id_of(st));
+        }
+        if (err != EEXIST) {
+            outcome = is_no_space(err) ? Outcome::no_space : Outcome::failed;
+            error = errno_text("reserve", paths.reservation, err);
+            return {};
+        }
+        // Judge the claim there by what the open file says, and break that
+        // file only: held open, its identity stays its own.
+        UniqueFd held(::open(paths.reservation.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+        if (!held && errno == ENOENT) continue;  // released meanwhile
+        if (!held || ::fstat(held.get(), &st) != 0) {
+            outcome = Outcome::failed;
+            error = errno_text("look at the claim", paths.reservation, errno);
+            return {};
+        }
+        if (age_of(st) < expiry) {
             outcome = Outcome::held_by_other;
             return {};
         }
-        outcome = is_no_space(err) ? Outcome::no_space : Outcome::failed;
-        error = errno_text("reserve", paths.reservation, err);
-        return {};
+        remove_if_same(paths.reservation, id_of(st));
     }
     outcome = Outcome::held_by_other;
     return {};
@@ -101,15 +137,51 @@ bool Reservation::plant(const std::string &root, const ObjectPaths &paths)
     return static_cast<bool>(create_exclusive(root, paths, false, err));
 }
 
-int Reservation::close()
+int Reservation::flush()
 {
-    return ::close(fd_.release()) == 0 ? 0 : errno;
+    const int copy = ::dup(fd_.get());
+    if (copy < 0) return errno;
+    return ::close(copy) == 0 ? 0 : errno;
+}
+
+Reservation::Publish Reservation::publish(const std::string &object, uint64_t bytes, int &err)
+{
+    struct stat st {};
+    if (::fstat(fd_.get(), &st) != 0) {
+        err = errno;
+        return Publish::failed;
+    }
+    if (static_cast<uint64_t>(st.st_size) != bytes) return Publish::not_whole;
+    // Still ours? Our file without a name, or another file under the
+    // claim's name, means the claim was broken as stale: another writer's
+    // turn. No file there may be a breaker's look at it (remove_if_same):
+    // our whole file is still fine to publish.
+    struct stat now {};
+    if (st.st_nlink == 0 || (::lstat(path_.c_str(), &now) == 0 && !(id_of(now) == id_))) return Publish::lost;
+    // The file behind our descriptor, not whatever the claim's name holds
+    // by now. A file whose last name was removed cannot be linked (ENOENT):
+    // the claim was broken after the look above.
+    char self[64];
+    std::snprintf(self, sizeof self, "/proc/self/fd/%d", fd_.get());
+    if (::linkat(AT_FDCWD, self, AT_FDCWD, object.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+        published_ = true;
+        return Publish::published;
+    }
+    err = errno;
+    if (err == EEXIST) return Publish::exists;
+    if (err == ENOENT) return Publish::lost;
+    return Publish::failed;
 }
 
 Reservation::~Reservation()
 {
+    // Our claim only, while the file is still open (its inode not reused),
+    // and only when our file still has a name besides its object's: else a
+    // breaker removed it, and the name may be another writer's claim now.
+    struct stat st {};
+    const nlink_t object_names = published_ ? 1 : 0;
+    if (!path_.empty() && (::fstat(fd_.get(), &st) != 0 || st.st_nlink > object_names)) remove_if_same(path_, id_);
     fd_.reset();
-    if (!path_.empty()) ::unlink(path_.c_str());
 }
 
 }  // namespace kvblob::file

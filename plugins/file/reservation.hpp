@@ -1,18 +1,25 @@
 // A writer's claim on a key, shared by every process under one root: the
 // file NAME.writing beside the object, created with O_EXCL. The writer
-// writes the object's bytes into it and publishes it under the object's
-// name with link(), so the claim and the unpublished bytes are one file
-// and a put costs one file creation. The writer's host and pid are kept in
-// the extended attribute user.kvblob.writer where the filesystem has them
-// (for people looking at a stuck key), and its mtime is the claim's age.
+// writes the object's bytes into it and publishes that file, by its
+// descriptor, under the object's name (a hard link, which never replaces an
+// existing object), so the claim and the unpublished bytes are one file and
+// a put costs one file creation. The writer's host and pid are kept in the
+// extended attribute user.kvblob.writer where the filesystem has them (for
+// people looking at a stuck key), and its mtime is the claim's age.
 //
 // While the claim exists and is younger than the expiry, other drivers
 // answer NOT_READY for the key (R-ROW-2); once older, it is taken to be
-// left by a dead writer and is broken. A live writer refreshes the age with
-// every write, but the expiry must still exceed the longest write call: a
-// writer that loses its claim may race another to publish, and link()
-// keeps even that race safe (the first object stays, R-ROW-7).
+// left by a dead writer and is broken. Claims are told apart by file
+// identity (device and inode), never by name alone: a breaker removes only
+// the file it judged stale, a writer publishes only the file it wrote, and
+// removes only its own claim. A writer slower than the expiry may find its
+// claim broken: it then publishes nothing (Publish::lost). The one race
+// left, a claim broken between the writer's last look and its link, links
+// the writer's own whole file, which is as good as a put in time; and
+// link() keeps the first object of two (R-ROW-7).
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <string>
@@ -25,9 +32,23 @@ namespace kvblob::file {
 // Whether a claim at path is held: it exists and is younger than expiry.
 bool reservation_active(const std::string &path, std::chrono::milliseconds expiry);
 
+// Which file a name stood for: device and inode.
+struct FileId {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    bool operator==(const FileId &) const = default;
+};
+
 class Reservation {
 public:
     enum class Outcome { owned, held_by_other, no_space, failed };
+    enum class Publish {
+        published,  // the object is this writer's file
+        exists,     // an object was there already (R-ROW-7)
+        lost,       // the claim was broken as stale: nothing published
+        not_whole,  // the file does not hold the bytes expected: nothing published
+        failed,     // err says why
+    };
 
     // Tries to claim paths' key, its file opened for O_DIRECT writes when
     // direct (and the filesystem allows). error carries the errno text on
@@ -36,24 +57,33 @@ public:
                              std::chrono::milliseconds expiry, Outcome &outcome, std::string &error);
 
     Reservation() = default;
-    Reservation(Reservation &&o) noexcept : path_(std::move(o.path_)), fd_(std::move(o.fd_)) { o.path_.clear(); }
+    Reservation(Reservation &&o) noexcept
+        : path_(std::move(o.path_)), fd_(std::move(o.fd_)), id_(o.id_), published_(o.published_)
+    {
+        o.path_.clear();
+    }
     Reservation &operator=(Reservation &&) = delete;
     Reservation(const Reservation &) = delete;
-    ~Reservation();  // drops the claim (and any bytes not published)
+    ~Reservation();  // drops the claim, if still this writer's (and any bytes not published)
 
     int fd() const { return fd_.get(); }
     const std::string &path() const { return path_; }
-    // Closes the file, reporting what a shared filesystem may report only
-    // at close; 0 or an errno. The claim stays until destruction.
-    int close();
+    // Reports what a shared filesystem may report only at close (by
+    // closing a duplicate: the file stays open for publish); 0 or an errno.
+    int flush();
+    // Publishes the claimed file as object if it holds exactly bytes and
+    // the claim is still this writer's. err is set with failed.
+    Publish publish(const std::string &object, uint64_t bytes, int &err);
 
     // Writes a claim as another process would (the scenario hook).
     static bool plant(const std::string &root, const ObjectPaths &paths);
 
 private:
-    Reservation(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+    Reservation(std::string path, UniqueFd fd, FileId id) : path_(std::move(path)), fd_(std::move(fd)), id_(id) {}
     std::string path_;
-    UniqueFd fd_;
+    UniqueFd fd_;  // open until the claim is gone: the inode cannot be reused meanwhile
+    FileId id_;
+    bool published_ = false;  // the object is a second name of our file
 };
 
 }  // namespace kvblob::file
