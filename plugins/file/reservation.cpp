@@ -180,7 +180,17 @@ Reservation::~Reservation()
     // breaker removed it, and the name may be another writer's claim now.
     struct stat st {};
     const nlink_t object_names = published_ ? 1 : 0;
-    if (!path_.empty() && (::fstat(fd_.get(), &st) != 0 || st.st_nlink > object_names)) remove_if_same(path_, id_);
+    if (!path_.empty() && (::fstat(fd_.get(), &st) != 0 || st.st_nlink > object_names)) {
+        if (!published_) {
+            remove_if_same(path_, id_);
+        } else if (::lstat(path_.c_str(), &st) == 0 && id_of(st) == id_) {
+            // Published: a plain unlink after the look. Should a claim made
+            // in between be removed instead, its writer finds the object
+            // (READY) or its file gone (NOT_READY): no harm, one rename less
+            // on every put.
+            ::unlink(path_.c_str());
+        }
+    }
     fd_.reset();
 }
 
