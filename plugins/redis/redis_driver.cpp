@@ -21,6 +21,8 @@ namespace {
 // Rows of one operation go to the servers in rounds of at most this many
 // value bytes, so a huge batch does not sit whole in hiredis' buffers.
 constexpr uint64_t round_bytes = 64ull << 20;
+// Bytes of commands formatted before they are sent.
+constexpr size_t send_chunk = 1 << 20;
 constexpr int max_redirects = 5;
 constexpr uint64_t max_value_bytes = 512ull << 20;
 
@@ -59,20 +61,18 @@ bool starts_with(const redisReply &r, const char *prefix)
     return r.len >= n && std::memcmp(r.str, prefix, n) == 0;
 }
 
-// SET key value NX, formatted as RESP with the value built in place: the
-// spans are copied once, their checksum computed in the same pass. The
-// buffer is the calling thread's, reused, so large values do not fault in
-// fresh pages on every put.
-const std::string &format_put(const std::string &key, const support::Row &row)
+// Appends SET key value NX, formatted as RESP with the value built in
+// place: the spans are copied once, their checksum computed in the same
+// pass, straight into the bytes that go to the socket.
+void append_put(std::string &out, const std::string &key, const support::Row &row)
 {
     const uint64_t value = row.total + trailer_size;
-    std::string head = "*4\r\n$3\r\nSET\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n$" +
-                       std::to_string(value) + "\r\n";
+    out += "*4\r\n$3\r\nSET\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n$" + std::to_string(value) +
+           "\r\n";
     static constexpr char tail[] = "\r\n$2\r\nNX\r\n";
-    thread_local std::string cmd;
-    cmd.resize(head.size() + value + sizeof tail - 1);
-    std::memcpy(cmd.data(), head.data(), head.size());
-    auto *dst = reinterpret_cast<uint8_t *>(cmd.data() + head.size());
+    const size_t at = out.size();
+    out.resize(at + value + sizeof tail - 1);
+    auto *dst = reinterpret_cast<uint8_t *>(out.data() + at);
     uint32_t crc = 0;
     for (const auto &s : row.spans) {
         crc = support::crc32c_copy(crc, dst, s.data, s.length);
@@ -80,7 +80,11 @@ const std::string &format_put(const std::string &key, const support::Row &row)
     }
     support::write_trailer(dst, row.key, row.total, crc);
     std::memcpy(dst + trailer_size, tail, sizeof tail - 1);
-    return cmd;
+}
+
+bool contains(const redisReply &r, const char *text)
+{
+    return std::string_view(r.str, r.len).find(text) != std::string_view::npos;
 }
 
 }  // namespace
@@ -110,19 +114,37 @@ std::unique_ptr<RedisDriver> RedisDriver::open(const kvblob_open_args_t &args, k
                                    std::to_string(max_value_bytes - trailer_size) +
                                    " (a Redis string's 512 MiB, less the trailer)");
 
-    // Ask the first seed that answers whether it is a cluster node.
+    // The first seed that answers says what the store is. A login it
+    // refuses refuses the open, in the server's words; of the answers to
+    // CLUSTER SLOTS, only "cluster support disabled" means one server.
     const std::string mode = o.text("cluster");
     ConnectionPool probe_pool(c);
     std::string error;
     std::optional<SlotMap> slots;
     for (const auto &seed : s.seeds) {
-        ReplyPtr r = probe_pool.command(seed, {"CLUSTER", "SLOTS"}, error);
-        if (!r) continue;
-        if (r->type == REDIS_REPLY_ERROR) error = seed.text() + ": " + error_text(*r);
-        else if (mode != "off") slots = SlotMap::from_reply(*r);
-        s.cluster = slots.has_value();
-        if (!slots && (mode == "off" || (mode == "auto" && r->type == REDIS_REPLY_ERROR))) slots = SlotMap::single(seed);
-        if (slots) break;
+        Failure failure = Failure::none;
+        const std::vector<std::string> ask =
+            mode == "off" ? std::vector<std::string>{"PING"} : std::vector<std::string>{"CLUSTER", "SLOTS"};
+        ReplyPtr r = probe_pool.command(seed, ask, error, &failure);
+        if (failure == Failure::refused) throw support::OpenError(KVBLOB_E_STORE, error);
+        if (!r) continue;  // unreachable: the next seed
+        if (mode == "off") {
+            slots = SlotMap::single(seed);
+            break;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            if (!contains(*r, "cluster support disabled"))
+                throw support::OpenError(KVBLOB_E_STORE, seed.text() + " CLUSTER SLOTS: " + error_text(*r));
+            error = seed.text() + " is not a Redis Cluster node";
+            if (mode == "on") continue;
+            slots = SlotMap::single(seed);
+            break;
+        }
+        if ((slots = SlotMap::from_reply(*r))) {
+            s.cluster = true;
+            break;
+        }
+        error = seed.text() + ": CLUSTER SLOTS answered something that is not a slot map";
     }
     if (!slots)
         throw support::OpenError(KVBLOB_E_STORE, (mode == "on" ? "no seed answered as a Redis Cluster: "
@@ -197,26 +219,27 @@ void RedisDriver::run(Op &op)
     finish(op);  // the last touch: op may be released from here on
 }
 
-void RedisDriver::append_command(redisContext *c, const Op &op, size_t i, bool asking)
+void RedisDriver::append_command(std::string &out, const Op &op, size_t i, bool asking) const
 {
     const auto &row = op.rows[i];
     const std::string key = redis_key(row.key);
-    if (asking) redisAppendCommand(c, "ASKING");
+    if (asking) append_argv(out, {"ASKING"});
     switch (op.kind) {
-    case OpKind::put: {
-        const std::string &cmd = format_put(key, row);
-        redisAppendFormattedCommand(c, cmd.data(), cmd.size());
-        break;
-    }
-    case OpKind::get: redisAppendCommand(c, "GET %b", key.data(), key.size()); break;
-    case OpKind::probe: redisAppendCommand(c, "EXISTS %b", key.data(), key.size()); break;
-    case OpKind::remove: redisAppendCommand(c, "DEL %b", key.data(), key.size()); break;
+    case OpKind::put: append_put(out, key, row); break;
+    case OpKind::get: append_argv(out, {"GET", key}); break;
+    case OpKind::probe: append_argv(out, {"EXISTS", key}); break;
+    case OpKind::remove: append_argv(out, {"DEL", key}); break;
     }
 }
 
 void RedisDriver::execute(Op &op, std::vector<size_t> rows)
 {
-    SigpipeGuard no_sigpipe;
+    // The bytes on their way to a node, sent whenever they pass
+    // send_chunk (and at least one row at a time): a round never sits
+    // whole in memory, and a hung node is found out after one chunk, not
+    // after formatting a whole round. Kept by the thread so that large
+    // values do not fault in fresh pages on every operation.
+    thread_local std::string out;
     std::map<size_t, Endpoint> asking;  // rows redirected by ASK, to their node
     for (int round = 0; round <= max_redirects && !rows.empty(); ++round) {
         const auto map = slots();
@@ -232,23 +255,47 @@ void RedisDriver::execute(Op &op, std::vector<size_t> rows)
             else set_row(op, i, KVBLOB_ROW_FAULT, 0, "no master serves hash slot " + std::to_string(slot));
         }
         // Every node's commands go out before any reply is read, so the
-        // nodes work on their parts of the batch at the same time.
+        // nodes work on their parts of the batch at the same time. Each
+        // part has its own clock: silence past command_timeout_ms on one
+        // node fails that node's rows and marks it down (connection_pool.hpp),
+        // and the other nodes' rows are read on.
         struct Part {
             Lease conn;
             std::vector<size_t> rows;
+            StallClock clock;
         };
         std::vector<Part> parts;
+        auto fail_rows = [&](const std::vector<size_t> &rs, size_t from, int32_t code, const std::string &why) {
+            for (size_t k = from; k < rs.size(); ++k) set_row(op, rs[k], KVBLOB_ROW_FAULT, code, why);
+        };
         for (auto &[node, node_rows] : by_node) {
             std::string error;
             Lease conn = pool_.lease(node, error);
             if (!conn) {
-                for (size_t i : node_rows) set_row(op, i, KVBLOB_ROW_FAULT, 0, error);
+                fail_rows(node_rows, 0, 0, error);
                 continue;
             }
-            for (size_t i : node_rows) append_command(conn.get(), op, i, asking.count(i) > 0);
-            int done = 0;
-            while (!done && redisBufferWrite(conn.get(), &done) == REDIS_OK) {}
-            parts.push_back({std::move(conn), std::move(node_rows)});
+            StallClock clock(pool_.command_timeout());
+            // The clock counts the node's silence, not our formatting.
+            auto flush = [&] {
+                clock.moved();
+                const bool sent = send_all(conn.get(), out, clock);
+                out.clear();
+                return sent;
+            };
+            out.clear();
+            bool sent = true;
+            for (size_t k = 0; k < node_rows.size() && sent; ++k) {
+                append_command(out, op, node_rows[k], asking.count(node_rows[k]) > 0);
+                if (out.size() >= send_chunk || k + 1 == node_rows.size()) sent = flush();
+            }
+            if (!sent) {
+                const std::string why = "redis " + node.text() + ": " + conn.get()->errstr;
+                if (stalled(conn.get())) pool_.mark_down(node, why);
+                fail_rows(node_rows, 0, conn.get()->err, why);
+                continue;
+            }
+            parts.push_back({std::move(conn), std::move(node_rows), clock});
         }
         rows.clear();
         std::map<size_t, Endpoint> next_asking;
@@ -257,18 +304,17 @@ void RedisDriver::execute(Op &op, std::vector<size_t> rows)
             redisContext *c = part.conn.get();
             for (size_t k = 0; k < part.rows.size(); ++k) {
                 const size_t i = part.rows[k];
-                void *raw = nullptr;
-                if (asking.count(i) && redisGetReply(c, &raw) == REDIS_OK) freeReplyObject(raw);  // +OK of ASKING
-                raw = nullptr;
-                if (c->err || redisGetReply(c, &raw) != REDIS_OK) {
-                    // The connection is gone: this row and the rest of this
-                    // node's rows have no answer. Never READY (R-ROW-6).
+                if (asking.count(i)) receive(c, part.clock);  // +OK of ASKING
+                ReplyPtr reply = receive(c, part.clock);
+                if (!reply) {
+                    // The connection is gone or the node went silent: this
+                    // row and the rest of this node's rows have no answer.
+                    // Never READY (R-ROW-6).
                     const std::string why = "redis " + part.conn.node().text() + ": " + c->errstr;
-                    for (size_t rest = k; rest < part.rows.size(); ++rest)
-                        set_row(op, part.rows[rest], KVBLOB_ROW_FAULT, c->err, why);
+                    if (stalled(c)) pool_.mark_down(part.conn.node(), why);
+                    fail_rows(part.rows, k, c->err, why);
                     break;
                 }
-                ReplyPtr reply(static_cast<redisReply *>(raw));
                 if (reply->type == REDIS_REPLY_ERROR &&
                     (starts_with(*reply, "MOVED ") || starts_with(*reply, "ASK ") || starts_with(*reply, "TRYAGAIN"))) {
                     if (starts_with(*reply, "ASK ")) {

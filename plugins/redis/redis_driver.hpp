@@ -10,10 +10,15 @@
 // followed.
 //
 // Copies: a put's value is built once, fused with its checksum pass, into
-// the RESP command, which hiredis copies into its output buffer; a get's
-// value is copied from hiredis' reply into the spans, fused with the
-// checksum. hiredis has no scatter-gather writes or reads into caller
-// memory, so neither copy can go.
+// the RESP bytes sent to the socket; a get's value is copied from hiredis'
+// reply into the spans, fused with the checksum. hiredis has no reads into
+// caller memory, so that copy cannot go.
+//
+// A hung server: every wait on a node is bounded by command_timeout_ms of
+// silence (timed_io.hpp), and a node found silent is marked down so that
+// later rows and operations fail at once until it answers again
+// (connection_pool.hpp). Rows on a hung server are final within
+// command_timeout_ms plus the time to fail the rest of the batch.
 #pragma once
 
 #include <kvblob/support/driver_base.hpp>
@@ -73,7 +78,8 @@ private:
     void run(Op &op);
     // Runs rows of op to their results, following redirections.
     void execute(Op &op, std::vector<size_t> rows);
-    void append_command(redisContext *c, const Op &op, size_t row, bool asking);
+    // Appends row's command (after ASKING when asking) to out.
+    void append_command(std::string &out, const Op &op, size_t row, bool asking) const;
     Outcome interpret(const Op &op, size_t row, const redisReply &reply) const;
     Outcome verify_get(const support::Row &row, const redisReply &reply) const;
 

@@ -4,15 +4,22 @@
 #
 #   with_redis.sh single  COMMAND...   one redis-server
 #   with_redis.sh cluster COMMAND...   a three-master Redis Cluster
+#   with_redis.sh auth    COMMAND...   one redis-server that requires a login
 #
 # The command runs through sh -c with KVBLOB_REDIS_URL set to the server,
-# or to the cluster's seed list (redis://127.0.0.1:P1,redis://...).
+# or to the cluster's seed list (redis://127.0.0.1:P1,redis://...). In auth
+# mode the default user's password is KVBLOB_REDIS_PASSWORD, and the ACL
+# users KVBLOB_REDIS_ACL_USER (every command) and KVBLOB_REDIS_LIMITED_USER
+# (every command but CLUSTER) have the password KVBLOB_REDIS_ACL_PASSWORD;
+# each password is fresh for the run.
 set -euo pipefail
 mode=$1
 shift
 work=$(mktemp -d "${TMPDIR:-/tmp}/kvblob-redis.XXXXXX")
 pids=()
 cleanup() {
+  # A server a test left stopped (SIGSTOP) handles SIGTERM only once continued.
+  for pid in "${pids[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   rm -rf "$work"
@@ -49,6 +56,16 @@ single)
   start_server
   export KVBLOB_REDIS_URL="redis://127.0.0.1:$port"
   ;;
+auth)
+  export KVBLOB_REDIS_PASSWORD="default-$RANDOM$RANDOM$RANDOM"
+  export KVBLOB_REDIS_ACL_USER=kvblob-engine KVBLOB_REDIS_LIMITED_USER=kvblob-limited
+  export KVBLOB_REDIS_ACL_PASSWORD="user-$RANDOM$RANDOM$RANDOM"
+  # redis-cli pings with the default user's password (REDISCLI_AUTH).
+  REDISCLI_AUTH=$KVBLOB_REDIS_PASSWORD start_server --requirepass "$KVBLOB_REDIS_PASSWORD" \
+    --user "$KVBLOB_REDIS_ACL_USER" on ">$KVBLOB_REDIS_ACL_PASSWORD" '~*' '&*' '+@all' \
+    --user "$KVBLOB_REDIS_LIMITED_USER" on ">$KVBLOB_REDIS_ACL_PASSWORD" '~*' '&*' '+@all' '-cluster'
+  export KVBLOB_REDIS_URL="redis://127.0.0.1:$port"
+  ;;
 cluster)
   ports=()
   for _ in 1 2 3; do
@@ -69,7 +86,7 @@ cluster)
   export KVBLOB_REDIS_URL=${KVBLOB_REDIS_URL%,}
   ;;
 *)
-  echo "usage: with_redis.sh single|cluster COMMAND..." >&2
+  echo "usage: with_redis.sh single|cluster|auth COMMAND..." >&2
   exit 2
   ;;
 esac

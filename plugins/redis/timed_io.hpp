@@ -1,0 +1,76 @@
+// I/O on a hiredis connection bounded by command_timeout_ms of silence.
+//
+// hiredis' own timeouts are per system call (SO_SNDTIMEO, SO_RCVTIMEO): a
+// write that moves a few bytes and then blocks starts the clock again, so
+// a hung server held a large batch for a multiple of the timeout. Here the
+// socket is non-blocking and every wait is a poll() for the time left on a
+// StallClock, which only a byte moved re-arms: a server that stops
+// answering is found out within the timeout, whatever the size of what was
+// being sent or read. Commands are sent from the caller's buffer (no copy
+// into hiredis' output buffer); replies are parsed by hiredis' reader.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "slot_map.hpp"
+
+namespace kvblob::redis {
+
+struct ContextFree {
+    void operator()(redisContext *c) const { redisFree(c); }
+};
+using ContextPtr = std::unique_ptr<redisContext, ContextFree>;
+struct ReplyFree {
+    void operator()(redisReply *r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyFree>;
+
+class StallClock {
+public:
+    using Clock = std::chrono::steady_clock;
+    explicit StallClock(std::chrono::milliseconds timeout) : timeout_(timeout), last_(Clock::now()) {}
+    void moved() { last_ = Clock::now(); }
+    // Milliseconds left before the other side counts as hung (0 at least).
+    int left_ms() const;
+    std::chrono::milliseconds timeout() const { return timeout_; }
+
+private:
+    std::chrono::milliseconds timeout_;
+    Clock::time_point last_;
+};
+
+// Connects to node within timeout (a non-blocking connect and a poll);
+// null with error set on failure, stalled_out telling a timeout from a
+// refusal. Only the functions below may be used on the context.
+ContextPtr connect_to(const Endpoint &node, std::chrono::milliseconds timeout, std::string &error, bool &stalled_out,
+                      const std::atomic<bool> *stop = nullptr);
+
+// Whether c failed because the other side went silent past its StallClock
+// (as opposed to refusing or closing the connection).
+bool stalled(const redisContext *c);
+
+// Appends one command, RESP-formatted, to out.
+void append_argv(std::string &out, const std::vector<std::string_view> &argv);
+
+// Sends bytes on c. False when the connection failed or stalled: c->err and
+// c->errstr say which. stop, when given, ends a wait early (as a failure)
+// once set.
+bool send_all(redisContext *c, std::string_view bytes, StallClock &clock, const std::atomic<bool> *stop = nullptr);
+
+// The next reply on c, or null when the connection failed or stalled (c->err
+// set).
+ReplyPtr receive(redisContext *c, StallClock &clock, const std::atomic<bool> *stop = nullptr);
+
+// One command sent and answered under clock; null (error set, naming node)
+// when the connection failed.
+ReplyPtr round_trip(redisContext *c, const Endpoint &node, const std::vector<std::string> &argv, StallClock &clock,
+                    std::string &error, const std::atomic<bool> *stop = nullptr);
+
+}  // namespace kvblob::redis
