@@ -4,11 +4,15 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+
+extern char **environ;
 
 namespace kvblob::conformance {
 
@@ -93,31 +97,17 @@ void report_guarded_faults(int fd)
 void request_stop() { stop_flag = 1; }
 bool stop_requested() { return stop_flag != 0; }
 
-Outcome run_isolated(const std::function<Outcome()> &body, unsigned timeout_s, bool isolate)
+namespace {
+
+// Reads the child's result (fd 3) and stderr until both close, the deadline
+// passes or a stop is requested, then reaps it.
+Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout_s, Spawned *raw)
 {
-    if (!isolate) return body();
-    int result_pipe[2], err_pipe[2];
-    if (pipe(result_pipe) != 0 || pipe(err_pipe) != 0) return {Status::crash, "pipe() failed"};
-    fflush(nullptr);
-    pid_t pid = fork();
-    if (pid < 0) return {Status::crash, "fork() failed"};
-    if (pid == 0) {
-        close(result_pipe[0]);
-        close(err_pipe[0]);
-        dup2(err_pipe[1], STDERR_FILENO);
-        report_guarded_faults(result_pipe[1]);
-        Outcome o = body();
-        std::string wire = std::string(to_string(o.status)) + "\n" + o.message;
-        (void)!write(result_pipe[1], wire.data(), wire.size());
-        _exit(0);  // no destructors: a broken driver's threads may still run
-    }
-    close(result_pipe[1]);
-    close(err_pipe[1]);
     // Collect stderr while waiting, so a chatty child never blocks on a full pipe.
     std::string err, result;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     bool timed_out = false;
-    pollfd fds[2] = {{result_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    pollfd fds[2] = {{result_fd_read, POLLIN, 0}, {err_fd_read, POLLIN, 0}};
     int open_fds = 2;
     while (open_fds > 0) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -136,7 +126,7 @@ Outcome run_isolated(const std::function<Outcome()> &body, unsigned timeout_s, b
                 f.fd = -1;
                 --open_fds;
             } else {
-                (f.fd == result_pipe[0] ? result : err).append(buf, static_cast<size_t>(n));
+                (f.fd == result_fd_read ? result : err).append(buf, static_cast<size_t>(n));
             }
         }
     }
@@ -144,8 +134,9 @@ Outcome run_isolated(const std::function<Outcome()> &body, unsigned timeout_s, b
     if (timed_out || interrupted) kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
-    close(result_pipe[0]);
-    close(err_pipe[0]);
+    close(result_fd_read);
+    close(err_fd_read);
+    if (raw) *raw = {result, err, status, timed_out, interrupted};
     if (timed_out) return {Status::timeout, "no answer within " + std::to_string(timeout_s) + " s"};
     if (interrupted) return {Status::skipped, "interrupted"};
     if (WIFSIGNALED(status))
@@ -154,11 +145,55 @@ Outcome run_isolated(const std::function<Outcome()> &body, unsigned timeout_s, b
     auto nl = result.find('\n');
     if (nl == std::string::npos)
         return {Status::crash, "the check exited without a result (exit status " +
-                                   std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")"};
+                                   std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")" +
+                                   (err.empty() ? "" : "; last stderr: " + last_lines(err, 5))};
     const std::string word = result.substr(0, nl);
     for (Status s : {Status::pass, Status::fail, Status::not_supported})
         if (word == to_string(s)) return {s, result.substr(nl + 1)};
     return {Status::crash, "unreadable result: " + word};
+}
+
+}  // namespace
+
+void run_child_body(const std::function<Outcome()> &body, int fd)
+{
+    report_guarded_faults(fd);
+    Outcome o = body();
+    std::string wire = std::string(to_string(o.status)) + "\n" + o.message;
+    (void)!write(fd, wire.data(), wire.size());
+    _exit(0);  // no destructors: a broken driver's threads may still run
+}
+
+Outcome run_spawned(const std::vector<std::string> &args, unsigned timeout_s, Spawned *raw)
+{
+    // A fresh process image, not a fork: a driver (or an SDK under it) that
+    // started threads at load or open holds no lock in a copy of them.
+    int result_pipe[2], err_pipe[2];
+    if (pipe2(result_pipe, O_CLOEXEC) != 0) return {Status::crash, "pipe() failed"};
+    if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+        close(result_pipe[0]);
+        close(result_pipe[1]);
+        return {Status::crash, "pipe() failed"};
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, result_pipe[1], child_result_fd);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+    std::vector<char *> argv;
+    for (const auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+    argv.push_back(nullptr);
+    fflush(nullptr);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(result_pipe[1]);
+    close(err_pipe[1]);
+    if (rc != 0) {
+        close(result_pipe[0]);
+        close(err_pipe[0]);
+        return {Status::crash, std::string("posix_spawn(/proc/self/exe) failed: ") + strerror(rc)};
+    }
+    return collect(pid, result_pipe[0], err_pipe[0], timeout_s, raw);
 }
 
 }  // namespace kvblob::conformance

@@ -7,6 +7,7 @@
 
 #include <fnmatch.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <fstream>
@@ -19,6 +20,8 @@
 #include "kvblob/cli/quantities.hpp"
 #include "context.hpp"
 #include "isolation.hpp"
+#include "probe.hpp"
+#include "report.hpp"
 #include "kvblob/host/capabilities.hpp"
 #include "kvblob/host/json.hpp"
 #include "kvblob/host/sha256.hpp"
@@ -93,6 +96,16 @@ int main(int argc, char **argv)
     app.add_option("--junit", junit_path, "Write a JUnit XML report to FILE");
     app.add_option("--expectations", expectations_path, "Lines 'GLOB STATUS REASON': expected failures (XFAIL)");
     app.add_flag("--strict", strict, "NOT_SUPPORTED fails a MUST check");
+    // Hidden: the modes this program runs in when it starts itself afresh
+    // for the probe of the driver and for each check (see run_spawned).
+    bool child_probe = false;
+    long child_check = -1;
+    unsigned child_rep = 0;
+    std::string child_prefix;
+    app.add_flag("--child-probe", child_probe)->group("");
+    app.add_option("--child-check", child_check)->group("");
+    app.add_option("--child-rep", child_rep)->group("");
+    app.add_option("--child-prefix", child_prefix)->group("");
     cli::PluginFlags flags;
     cli::add_plugin_flags(app, flags);
     app.footer("Exit codes: 0 conformant; 1 checks failed; 2 usage error; 3 plugin refused by the loader; "
@@ -128,35 +141,70 @@ int main(int argc, char **argv)
         std::cerr << "kvblob-conformance: " << e.what() << "\n";
         return 2;
     }
-
-    std::optional<Plugin> plugin;
-    Offer offer;
-    kvblob_caps_t caps{};
-    try {
-        plugin = Plugin::load(driver, flags.load);
-        // One driver opened here, closed before any fork: a refusal at init is
-        // the loader's too, and what it declares decides which checks can run.
-        auto probe = plugin->open(options);
-        caps = probe.caps();
-        offer = offer_of(probe);
-    } catch (const LoadError &e) {
-        std::cerr << e.what() << "\n";
-        return 3;
+    // A glob that matches no check is a typo, not an empty selection: CI
+    // must not read "all skipped, CONFORMANT" from it.
+    {
+        std::vector<std::pair<std::string, std::string>> globs;
+        for (const auto &g : filters) globs.emplace_back("--filter", g);
+        for (const auto &g : excludes) globs.emplace_back("--exclude", g);
+        for (const auto &e : expectations) globs.emplace_back(expectations_path, e.glob);
+        for (const auto &[where, glob] : globs) {
+            bool any = false;
+            for (const auto &c : checks) any = any || fnmatch(glob.c_str(), c.id.c_str(), 0) == 0;
+            if (!any) {
+                std::cerr << "kvblob-conformance: " << where << ": '" << glob << "' matches no check (see --list)\n";
+                return 2;
+            }
+        }
     }
+
+    if (child_probe) return probe_child(driver, flags.load, options);
+    if (child_check >= 0) {
+        if (static_cast<size_t>(child_check) >= checks.size()) return 2;
+        const Check &c = checks[static_cast<size_t>(child_check)];
+        run_child_body([&] { return run_check(c, driver, flags.load, nullptr, options, child_prefix,
+                                              static_cast<size_t>(child_check), child_rep, timeout); },
+                       child_result_fd);
+    }
+
+    // The driver as the probe saw it. With isolation the probe runs in a
+    // fresh process: this one never loads plugin code, so a driver whose SDK
+    // starts threads at load or open never has them copied into a fork.
+    std::optional<Plugin> plugin;  // only with --no-isolation
+    Probe probe;
+    const std::vector<std::string> self_args(argv, argv + argc);
+    if (no_isolation) {
+        try {
+            plugin = Plugin::load(driver, flags.load);
+            probe = probe_of(*plugin, options);
+        } catch (const LoadError &e) {
+            std::cerr << e.what() << "\n";
+            return 3;
+        }
+    } else {
+        std::vector<std::string> args = self_args;
+        args.push_back("--child-probe");
+        Spawned raw;
+        run_spawned(args, timeout, &raw);
+        if (raw.timed_out || raw.interrupted || !WIFEXITED(raw.wait_status) || WEXITSTATUS(raw.wait_status) != 0) {
+            std::cerr << raw.err;
+            if (raw.timed_out) std::cerr << "kvblob-conformance: the probe of the driver gave no answer within "
+                                         << timeout << " s\n";
+            else if (!WIFEXITED(raw.wait_status) || WEXITSTATUS(raw.wait_status) != 3)
+                std::cerr << "kvblob-conformance: the probe of the driver failed (wait status " << raw.wait_status
+                          << ")\n";
+            return raw.interrupted ? 4 : 3;
+        }
+        probe = parse_probe(raw.result);
+    }
+    const Offer &offer = probe.offer;
+    const Options shown_options = redact(options, probe.secret_options);
 
     // Keys unique to this run, and short, so that drivers with tight key
     // limits can run the battery: "kvbc-<seed>-<clock>" in base 36.
-    auto base36 = [](uint64_t v) {
-        std::string out;
-        do {
-            out.insert(out.begin(), "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36]);
-            v /= 36;
-        } while (v);
-        return out;
-    };
     const auto clock = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
     const std::string prefix = "kvbc-" + base36(seed) + "-" + base36(clock % 2821109907456ull);  // 36^8
-    const std::string sha256 = sha256_file_hex(plugin->path());
+    const std::string sha256 = sha256_file_hex(probe.path);
     std::ofstream json_out;
     if (json && !json_path.empty()) {
         json_out.open(json_path);
@@ -164,25 +212,10 @@ int main(int argc, char **argv)
             std::cerr << "kvblob-conformance: cannot write " << json_path << "\n";
             return 2;
         }
-        std::vector<std::string> command(argv, argv + argc), option_words(flags.options);
-        json_out << "{\"runner\":" << json_quote(release_version())
-                 << ",\"abi\":" << json_quote(abi_version_text(KVBLOB_ABI_VERSION))
-                 << ",\"negotiated_abi\":" << json_quote(abi_version_text(plugin->abi_version()))
-                 << ",\"contract\":" << KVBLOB_CONTRACT_VERSION << ",\"driver\":" << json_quote(plugin->path().string())
-                 << ",\"sha256\":" << json_quote(sha256) << ",\"name\":" << json_quote(plugin->name())
-                 << ",\"version\":" << json_quote(plugin->version())
-                 << ",\"capabilities\":" << json_string_array(capability_names(caps.flags))
-                 << ",\"limits\":{\"max_rows_per_op\":" << caps.max_rows_per_op
-                 << ",\"max_spans_per_row\":" << caps.max_spans_per_row << ",\"max_key_bytes\":" << caps.max_key_bytes
-                 << ",\"max_object_bytes\":" << caps.max_object_bytes
-                 << ",\"max_ops_in_flight\":" << caps.max_ops_in_flight << "}"
-                 << ",\"hooks\":" << json_string_array({offer.hooks.begin(), offer.hooks.end()})
-                 << ",\"options\":" << json_string_array(option_words) << ",\"seed\":" << seed
-                 << ",\"prefix\":" << json_quote(prefix) << ",\"command\":" << json_string_array(command) << "}\n"
-                 << std::flush;
+        json_header(json_out, {probe, sha256, prefix, seed, shown_options, redact_words(self_args, probe.secret_options)});
     }
-    std::cout << "kvblob-conformance " << release_version() << ": driver " << plugin->name() << " "
-              << plugin->version() << " (" << plugin->path().string() << ", sha256 " << sha256.substr(0, 16)
+    std::cout << "kvblob-conformance " << release_version() << ": driver " << probe.name << " "
+              << probe.version << " (" << probe.path << ", sha256 " << sha256.substr(0, 16)
               << "...), seed " << seed << "\n";
 
     // SIGINT and SIGTERM end the run after killing the check in progress:
@@ -196,17 +229,13 @@ int main(int argc, char **argv)
     // The command that reruns one check exactly: the same driver, options,
     // seed and timeout.
     std::string rerun_prefix = std::string(argv[0]) + " --driver '" + driver + "'";
-    for (const auto &kv : flags.options) rerun_prefix += " --option '" + kv + "'";
+    for (const auto &[k, v] : shown_options) rerun_prefix += " --option '" + k + "=" + v + "'";
     if (flags.load.allow_untrusted_file) rerun_prefix += " --allow-untrusted-plugin";
     if (!flags.load.expected_sha256.empty()) rerun_prefix += " --sha256 " + flags.load.expected_sha256;
     rerun_prefix += " --seed " + std::to_string(seed) + " --timeout " + std::to_string(timeout);
 
-    struct Row {
-        const Check *check;
-        Outcome outcome;
-    };
     std::vector<Row> rows;
-    int passed = 0, failed = 0, skipped = 0, unsupported = 0, xfail = 0, xpass = 0;
+    Tally tally;
     for (size_t index = 0; index < checks.size(); ++index) {
         const Check &c = checks[index];
         for (unsigned rep = 0; rep < repeat && !stop_requested(); ++rep) {
@@ -216,23 +245,14 @@ int main(int argc, char **argv)
             } else if (auto missing = missing_need(c, offer); !missing.empty()) {
                 o = {Status::not_supported, missing};
             } else {
-                o = run_isolated(
-                    [&]() -> Outcome {
-                        try {
-                            // Keys name the check by its place in the battery (short).
-                            Context ctx(*plugin, options, prefix, base36(index) + "." + base36(rep),
-                                        std::chrono::seconds(timeout));
-                            c.body(ctx);
-                            return {Status::pass, ctx.notes()};
-                        } catch (const CheckFailure &f) {
-                            return {Status::fail, f.what()};
-                        } catch (const NotSupported &n) {
-                            return {Status::not_supported, n.what()};
-                        } catch (const std::exception &e) {
-                            return {Status::fail, std::string("unexpected error: ") + e.what()};
-                        }
-                    },
-                    timeout, !no_isolation);
+                if (no_isolation) {
+                    o = run_check(c, driver, flags.load, &*plugin, options, prefix, index, rep, timeout);
+                } else {
+                    std::vector<std::string> args = self_args;
+                    args.insert(args.end(), {"--child-check", std::to_string(index), "--child-rep",
+                                             std::to_string(rep), "--child-prefix", prefix});
+                    o = run_spawned(args, timeout);
+                }
             }
             if (o.status != Status::skipped) {
                 for (const auto &e : expectations)
@@ -242,63 +262,21 @@ int main(int argc, char **argv)
                     }
                 if (strict && o.status == Status::not_supported && c.level == Level::must) o.status = Status::fail;
             }
-            switch (o.status) {
-            case Status::pass: ++passed; break;
-            case Status::skipped: ++skipped; break;
-            case Status::not_supported: ++unsupported; break;
-            case Status::xfail: ++xfail; break;
-            case Status::xpass: ++xpass; ++failed; break;
-            default: ++failed; break;
-            }
-            if (o.status != Status::skipped) {
-                std::cout << "[" << to_string(o.status) << "] " << c.id;
-                if (!o.message.empty()) std::cout << ": " << o.message;
-                std::cout << "\n";
-                if (o.status == Status::fail || o.status == Status::crash || o.status == Status::timeout)
-                    std::cout << "    rerun: " << rerun_prefix << " --filter '" << c.id << "'\n";
-                std::cout << std::flush;
-            }
-            if (json_out.is_open())
-                json_out << "{\"id\":" << json_quote(c.id) << ",\"rules\":" << json_string_array(c.rules)
-                         << ",\"status\":" << json_quote(to_string(o.status)) << ",\"message\":"
-                         << json_quote(o.message) << "}\n"
-                         << std::flush;
-            rows.push_back({&c, o});
+            const Row row{&c, o};
+            tally.add(row);
+            print_row(std::cout, row, rerun_prefix);
+            if (json_out.is_open()) json_row(json_out, row);
+            rows.push_back(row);
         }
     }
+    // An interrupted run certifies nothing, whatever it saw so far.
+    tally.incomplete = stop_requested();
     if (!junit_path.empty()) {
         std::ofstream x(junit_path);
-        auto esc = [](const std::string &s) {
-            std::string o;
-            for (char ch : s)
-                o += ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '&' ? "&amp;" : ch == '"' ? "&quot;" : std::string(1, ch);
-            return o;
-        };
-        x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvblob-conformance\" tests=\"" << rows.size()
-          << "\" failures=\"" << failed << "\" skipped=\"" << skipped + unsupported << "\">\n";
-        for (const auto &r : rows) {
-            x << "  <testcase classname=\"" << esc(plugin->name()) << "\" name=\"" << esc(r.check->id) << "\">";
-            switch (r.outcome.status) {
-            case Status::pass: case Status::xfail: break;
-            case Status::skipped: case Status::not_supported:
-                x << "<skipped message=\"" << esc(r.outcome.message) << "\"/>";
-                break;
-            default:
-                x << "<failure message=\"" << esc(to_string(r.outcome.status)) << "\">" << esc(r.outcome.message)
-                  << "</failure>";
-            }
-            x << "</testcase>\n";
-        }
-        x << "</testsuite>\n";
+        write_junit(x, probe.name, rows, tally);
     }
-    std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped, " << unsupported
-              << " not supported, " << xfail << " xfail, " << xpass << " xpass\n";
-    // An interrupted run certifies nothing, whatever it saw so far.
-    const bool incomplete = stop_requested();
-    std::cout << (failed == 0 && !incomplete ? "CONFORMANT" : "NOT CONFORMANT") << "\n";
-    if (incomplete) {
-        std::cout << "run incomplete: interrupted before every check ran\n";
-        return 4;
-    }
-    return failed == 0 ? 0 : 1;
+    if (json_out.is_open()) json_summary(json_out, tally);
+    print_summary(std::cout, tally);
+    if (tally.incomplete) return 4;
+    return tally.conformant() ? 0 : 1;
 }

@@ -126,3 +126,85 @@ TEST_CASE("a failure prints the one-line command that reruns just that check, op
     CHECK(again.exit_code == 1);
     CHECK(again.output.find("[FAIL] data.round-trip.one-row") != std::string::npos);
 }
+
+TEST_CASE("a --filter, --exclude or expectations glob that matches no check is a usage error naming it")
+{
+    auto filter = runner("--driver memory --filter 'data.round-trip.one-rwo'");
+    CHECK(filter.exit_code == 2);
+    CHECK(filter.output.find("'data.round-trip.one-rwo' matches no check") != std::string::npos);
+    auto exclude = runner("--driver memory --exclude 'no.such.*'");
+    CHECK(exclude.exit_code == 2);
+    CHECK(exclude.output.find("'no.such.*' matches no check") != std::string::npos);
+    const auto file = temp_path("typo-expectations.txt");
+    {
+        std::ofstream out(file);
+        out << "admision.* FAIL a typo\n";
+    }
+    auto expected = runner("--driver memory --filter data.round-trip.one-row --expectations " + file);
+    CHECK(expected.exit_code == 2);
+    CHECK(expected.output.find("'admision.*' matches no check") != std::string::npos);
+    std::filesystem::remove(file);
+}
+
+TEST_CASE("an XFAIL of a MUST check names the waived check in the verdict; XPASS counts once; JSON ends with a summary")
+{
+    // The fixture stores nothing: its round trip fails, and is waived here.
+    const auto file = temp_path("waive.txt"), json = temp_path("waive.json");
+    {
+        std::ofstream out(file);
+        out << "data.round-trip.one-row FAIL the fixture stores nothing\n";
+    }
+    auto r = runner("--driver " KVBLOB_FIXTURE_DIR "/libkvblob_fixture_good.so --filter data.round-trip.one-row "
+                    "--expectations " + file + " --json " + json);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("\nCONFORMANT EXCEPT WAIVED MUST CHECKS: data.round-trip.one-row\n") != std::string::npos);
+    CHECK(r.output.find("\nCONFORMANT\n") == std::string::npos);
+    const auto report = slurp(json);
+    const auto last = report.substr(report.rfind('\n', report.size() - 2) + 1);
+    CHECK(last.find("{\"summary\":{\"verdict\":\"CONFORMANT EXCEPT WAIVED MUST CHECKS: data.round-trip.one-row\"") == 0);
+    CHECK(last.find("\"xfail\":1") != std::string::npos);
+    CHECK(last.find("\"waived\":[\"data.round-trip.one-row\"]") != std::string::npos);
+
+    // XPASS: one check, and the counts sum to one.
+    {
+        std::ofstream out(file);
+        out << "data.round-trip.one-row FAIL a bug we track\n";
+    }
+    auto xpass = runner("--driver memory --filter data.round-trip.one-row --expectations " + file + " --json " + json);
+    CHECK(xpass.exit_code == 1);
+    CHECK(xpass.output.find("0 passed, 0 failed, ") != std::string::npos);
+    CHECK(xpass.output.find(", 0 xfail, 1 xpass\nNOT CONFORMANT\n") != std::string::npos);
+    const auto xreport = slurp(json);
+    CHECK(xreport.find("\"verdict\":\"NOT CONFORMANT\",\"conformant\":false") != std::string::npos);
+    std::filesystem::remove(file);
+    std::filesystem::remove(json);
+}
+
+TEST_CASE("the JSON report writes a limit the driver leaves open as null, as kvblob-info does")
+{
+    const auto json = temp_path("limits.json");
+    auto r = runner("--driver memory --filter data.round-trip.one-row --json " + json);
+    REQUIRE(r.exit_code == 0);
+    const auto report = slurp(json);
+    // The memory driver has no max_ops_in_flight (KVBLOB_NO_LIMIT).
+    CHECK(report.find("\"max_ops_in_flight\":null") != std::string::npos);
+    CHECK(report.find("18446744073709551615") == std::string::npos);
+    std::filesystem::remove(json);
+}
+
+TEST_CASE("secret option values appear in no report, rerun line or JUnit file")
+{
+    const auto json = temp_path("secret.json"), junit = temp_path("secret.xml");
+    // The 1.1 fixture marks its "greeting" option secret by flag; the name
+    // alone would not say so. The fixture's round trip fails: a rerun line.
+    auto flagged = runner("--driver " KVBLOB_FIXTURE_DIR "/libkvblob_fixture_option_flags.so --option greeting=s3cr3t-v4lue "
+                          "--filter data.round-trip.one-row --json " + json + " --junit " + junit);
+    CHECK(flagged.exit_code == 1);
+    CHECK(flagged.output.find("    rerun: ") != std::string::npos);
+    CHECK(flagged.output.find("greeting=<redacted>") != std::string::npos);
+    for (const auto &text : {flagged.output, slurp(json), slurp(junit)})
+        CHECK(text.find("s3cr3t-v4lue") == std::string::npos);
+    CHECK(slurp(json).find("greeting=<redacted>") != std::string::npos);
+    std::filesystem::remove(json);
+    std::filesystem::remove(junit);
+}

@@ -1,0 +1,148 @@
+#include "probe.hpp"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+namespace kvblob::conformance {
+
+Probe probe_of(const Plugin &plugin, const Options &options)
+{
+    Probe p;
+    p.path = plugin.path().string();
+    p.name = plugin.name();
+    p.version = plugin.version();
+    p.abi_version = plugin.abi_version();
+    for (const auto &desc : plugin.options())
+        if (desc.name && plugin.secret_option(desc.name)) p.secret_options.insert(desc.name);
+    for (const auto &[name, value] : options)
+        if (plugin.secret_option(name)) p.secret_options.insert(name);
+    // One driver opened and closed here: a refusal at init is the loader's
+    // too, and what it declares decides which checks can run.
+    auto driver = plugin.open(options);
+    p.caps = driver.caps();
+    p.offer = offer_of(driver);
+    return p;
+}
+
+int probe_child(const std::string &driver, const LoadOptions &load, const Options &options)
+{
+    std::string text;
+    try {
+        text = format_probe(probe_of(Plugin::load(driver, load), options));
+    } catch (const LoadError &e) {
+        std::cerr << e.what() << "\n";
+        return 3;
+    }
+    for (size_t done = 0; done < text.size();) {
+        ssize_t n = write(child_result_fd, text.data() + done, text.size() - done);
+        if (n <= 0) return 1;
+        done += static_cast<size_t>(n);
+    }
+    return 0;
+}
+
+std::string format_probe(const Probe &p)
+{
+    // Free text (path, name, version) last on its line; names have no spaces.
+    std::ostringstream out;
+    out << "path " << p.path << "\nname " << p.name << "\nversion " << p.version << "\nabi " << p.abi_version
+        << "\ncaps " << p.caps.flags << " " << p.caps.max_rows_per_op << " " << p.caps.max_spans_per_row << " "
+        << p.caps.max_key_bytes << " " << p.caps.max_object_bytes << " " << p.caps.max_ops_in_flight << " "
+        << p.caps.access_end_bound_ns << "\noffer " << p.offer.caps << "\n";
+    for (const auto &h : p.offer.hooks) out << "hook " << h << "\n";
+    for (const auto &s : p.secret_options) out << "secret " << s << "\n";
+    return out.str();
+}
+
+Probe parse_probe(const std::string &text)
+{
+    Probe p;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto sp = line.find(' ');
+        const std::string key = line.substr(0, sp), value = sp == std::string::npos ? "" : line.substr(sp + 1);
+        std::istringstream v(value);
+        if (key == "path") p.path = value;
+        else if (key == "name") p.name = value;
+        else if (key == "version") p.version = value;
+        else if (key == "abi") v >> p.abi_version;
+        else if (key == "caps")
+            v >> p.caps.flags >> p.caps.max_rows_per_op >> p.caps.max_spans_per_row >> p.caps.max_key_bytes >>
+                p.caps.max_object_bytes >> p.caps.max_ops_in_flight >> p.caps.access_end_bound_ns;
+        else if (key == "offer") v >> p.offer.caps;
+        else if (key == "hook") p.offer.hooks.insert(value);
+        else if (key == "secret") p.secret_options.insert(value);
+    }
+    return p;
+}
+
+namespace {
+bool is_secret(const std::string &name, const std::set<std::string> &secret)
+{
+    return secret.count(name) || looks_secret(name);
+}
+}  // namespace
+
+Options redact(const Options &options, const std::set<std::string> &secret)
+{
+    Options out;
+    for (const auto &[name, value] : options) out.emplace_back(name, is_secret(name, secret) ? "<redacted>" : value);
+    return out;
+}
+
+std::vector<std::string> redact_words(const std::vector<std::string> &words, const std::set<std::string> &secret)
+{
+    auto hide = [&](const std::string &kv) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos || !is_secret(kv.substr(0, eq), secret)) return kv;
+        return kv.substr(0, eq) + "=<redacted>";
+    };
+    std::vector<std::string> out;
+    for (size_t i = 0; i < words.size(); ++i) {
+        const std::string &w = words[i];
+        if ((w == "--option" || w == "-o") && i + 1 < words.size()) {
+            out.push_back(w);
+            out.push_back(hide(words[++i]));
+        } else if (w.rfind("--option=", 0) == 0) {
+            out.push_back("--option=" + hide(w.substr(9)));
+        } else {
+            out.push_back(w);
+        }
+    }
+    return out;
+}
+
+std::string base36(uint64_t v)
+{
+    std::string out;
+    do {
+        out.insert(out.begin(), "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36]);
+        v /= 36;
+    } while (v);
+    return out;
+}
+
+Outcome run_check(const Check &c, const std::string &driver, const LoadOptions &load, const Plugin *plugin,
+                  const Options &options, const std::string &prefix, size_t index, unsigned rep, unsigned timeout_s)
+{
+    try {
+        std::optional<Plugin> loaded;
+        if (!plugin) plugin = &loaded.emplace(Plugin::load(driver, load));
+        // Keys name the check by its place in the battery (short).
+        Context ctx(*plugin, options, prefix, base36(index) + "." + base36(rep), std::chrono::seconds(timeout_s));
+        c.body(ctx);
+        return {Status::pass, ctx.notes()};
+    } catch (const CheckFailure &f) {
+        return {Status::fail, f.what()};
+    } catch (const NotSupported &n) {
+        return {Status::not_supported, n.what()};
+    } catch (const std::exception &e) {
+        return {Status::fail, std::string("unexpected error: ") + e.what()};
+    }
+}
+
+}  // namespace kvblob::conformance

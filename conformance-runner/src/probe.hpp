@@ -1,0 +1,54 @@
+// What the runner learns of a driver before its checks: identity,
+// capabilities, scenario hooks and which option values are secret. With
+// isolation the probe runs in a freshly started child (--child-probe) and
+// answers in lines "KEY VALUE" on child_result_fd; the runner itself never
+// loads plugin code.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "context.hpp"
+#include "isolation.hpp"
+#include "kvblob/host/plugin.hpp"
+
+namespace kvblob::conformance {
+
+struct Probe {
+    std::string path, name, version;
+    uint32_t abi_version = 0;
+    kvblob_caps_t caps{};
+    Offer offer;
+    std::set<std::string> secret_options;  // names the driver marks secret
+};
+
+// Opens one driver from plugin to see what it offers, then closes it.
+// Throws LoadError when the driver refuses to open.
+Probe probe_of(const Plugin &plugin, const Options &options);
+
+// The child mode: loads and probes, writes the probe to child_result_fd.
+// Returns the exit code (0, or 3 when the loader refused; the reason on stderr).
+int probe_child(const std::string &driver, const LoadOptions &load, const Options &options);
+
+std::string format_probe(const Probe &p);
+Probe parse_probe(const std::string &text);
+
+// The options as they may be shown: a value is "<redacted>" when the driver
+// marks its option secret or its name looks secret (looks_secret), so that a
+// secret leaks nowhere even before the driver could be asked.
+Options redact(const Options &options, const std::set<std::string> &secret);
+// The same on a command line: the value of each --option NAME=VALUE word.
+std::vector<std::string> redact_words(const std::vector<std::string> &words, const std::set<std::string> &secret);
+
+// Short base-36 text of v (keys must fit drivers with tight key limits).
+std::string base36(uint64_t v);
+
+// Runs one check against a driver (plugin when already loaded, else loaded
+// from driver here) and turns what it threw into its outcome.
+Outcome run_check(const Check &c, const std::string &driver, const LoadOptions &load, const Plugin *plugin,
+                  const Options &options, const std::string &prefix, size_t index, unsigned rep,
+                  unsigned timeout_s);
+
+}  // namespace kvblob::conformance

@@ -1,0 +1,58 @@
+// The run's outcome and the formats it is reported in: the text on stdout
+// (report_text.cpp), JSON lines (report_json.cpp) and JUnit XML
+// (report_junit.cpp). Each takes options already redacted (probe.hpp).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "isolation.hpp"
+#include "probe.hpp"
+
+namespace kvblob::conformance {
+
+struct Row {
+    const Check *check;
+    Outcome outcome;
+};
+
+// Counts of a run; every row counts in exactly one of them.
+struct Tally {
+    int passed = 0, failed = 0, skipped = 0, unsupported = 0, xfail = 0, xpass = 0;
+    std::vector<std::string> waived;  // MUST checks that failed as expected (XFAIL)
+    bool incomplete = false;
+
+    void add(const Row &row);
+    bool conformant() const { return failed == 0 && xpass == 0 && !incomplete; }
+    // "CONFORMANT", "NOT CONFORMANT", or "CONFORMANT EXCEPT WAIVED MUST CHECKS: a, b"
+    // (CI may stay green on waivers, the claim of full conformance may not).
+    std::string verdict() const;
+};
+
+// What the run was: shown in the JSON header.
+struct RunInfo {
+    Probe probe;
+    std::string sha256, prefix;
+    uint64_t seed = 0;
+    Options options;                    // redacted
+    std::vector<std::string> command;   // redacted
+};
+
+// "none" in text, null in JSON: KVBLOB_NO_LIMIT written one way in every
+// tool (kvblob-info does the same).
+std::string limit_text(uint64_t v);
+std::string limit_json(uint64_t v);
+
+void json_header(std::ostream &out, const RunInfo &run);
+void json_row(std::ostream &out, const Row &row);
+void json_summary(std::ostream &out, const Tally &tally);
+
+void write_junit(std::ostream &out, const std::string &driver_name, const std::vector<Row> &rows, const Tally &tally);
+
+// One line per check that ran (and the command that reruns a failure).
+void print_row(std::ostream &out, const Row &row, const std::string &rerun_prefix);
+void print_summary(std::ostream &out, const Tally &tally);
+
+}  // namespace kvblob::conformance
