@@ -7,6 +7,9 @@
 #include <thread>
 #include <utility>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include "answers.hpp"
 #include "driver_core.hpp"
 #include "memory_kind.hpp"
@@ -19,9 +22,31 @@ namespace {
 void log_trampoline(void *context, kvblob_log_level level, const char *message)
 {
     try {
-        const auto &sink = *static_cast<const LogSink *>(context);
+        const auto &sink = static_cast<const DriverCore::Services *>(context)->sink;
         if (sink) sink(level, message ? message : "(null)");
     } catch (...) {
+    }
+}
+
+// The C callback a 1.1 driver announces through (kvblob_host_services_t.notify):
+// never blocks beyond a leaf lock held for an increment, never calls the
+// driver, never throws. op and event are not needed: waiters confirm
+// through poll and access, so an unknown or not-yet-returned op is harmless.
+void notify_trampoline(void *context, kvblob_op_t *, kvblob_notify_event)
+{
+    auto &n = static_cast<DriverCore::Services *>(context)->notifier;
+    try {
+        {
+            std::lock_guard lock(n.mu);
+            ++n.generation;
+        }
+        n.cv.notify_all();
+    } catch (...) {
+    }
+    if (n.fd >= 0) {
+        const uint64_t one = 1;
+        // Non-blocking: a full counter (EAGAIN) is still readable.
+        [[maybe_unused]] const auto written = ::write(n.fd, &one, sizeof one);
     }
 }
 
@@ -79,8 +104,16 @@ DriverCore::DriverCore(std::shared_ptr<Library> lib, const kvblob_plugin_t *t, s
     // Sized for the negotiated version: a 1.0 driver sees a 1.0 record.
     services_->table.struct_size =
         abi >= KVBLOB_ABI_1_1 ? sizeof services_->table : KVBLOB_HOST_SERVICES_SIZE_1_0;
-    services_->table.context = &services_->sink;
+    services_->table.context = services_.get();
     services_->table.log = &log_trampoline;
+    // Lent only where the driver may read it: a 1.0 driver is polled.
+    if (abi >= KVBLOB_ABI_1_1) services_->table.notify = &notify_trampoline;
+}
+
+DriverCore::Services::Services() { notifier.fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+DriverCore::Services::~Services()
+{
+    if (notifier.fd >= 0) ::close(notifier.fd);
 }
 
 DriverCore::~DriverCore()
@@ -556,8 +589,18 @@ kvblob_access Operation::access() const { return owned("access").access(handle_)
 
 bool Operation::wait(std::chrono::milliseconds timeout) const
 {
-    (void)owned("wait");
+    DriverCore &core = owned("wait");
     const auto deadline = std::chrono::steady_clock::now() + timeout;
+    if (core.notifies()) {
+        // The generation is read before the state is asked, so an
+        // announcement between the two still wakes the wait below.
+        for (;;) {
+            const uint64_t seen = core.notifier().current();
+            if (is_final() && access() != KVBLOB_ACCESS_OPEN) return true;
+            if (std::chrono::steady_clock::now() >= deadline) return false;
+            core.notifier().wait_past(seen, deadline);
+        }
+    }
     auto pause = std::chrono::microseconds(1);
     while (!(is_final() && access() != KVBLOB_ACCESS_OPEN)) {
         if (std::chrono::steady_clock::now() >= deadline) return false;
@@ -580,6 +623,7 @@ kvblob_driver_t *Driver::handle() const noexcept { return core_->handle; }
 const kvblob_caps_t &Driver::caps() const noexcept { return core_->caps; }
 const kvblob_scenarios_t *Driver::scenarios() const noexcept { return core_->scenarios; }
 const std::string &Driver::name() const noexcept { return core_->name; }
+int Driver::completion_fd() const noexcept { return core_->notifies() ? core_->notifier().fd : -1; }
 
 Region Driver::register_region(const kvblob_region_desc_t &desc) { return Region(core_, core_->register_region(desc)); }
 

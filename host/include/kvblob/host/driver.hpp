@@ -84,7 +84,10 @@ public:
     uint64_t row_count() const noexcept { return rows_; }
     bool is_final() const;
     kvblob_access access() const;
-    // Waits until final and access no longer open, polling; false on timeout.
+    // Waits until final and access no longer open; false on timeout. With a
+    // driver that declares KVBLOB_CAP_NOTIFY it sleeps until the driver
+    // announces an operation (then confirms through poll and access); with
+    // any other driver it polls.
     bool wait(std::chrono::milliseconds timeout) const;
     // Each row's result; PENDING rows while not final. Once final, results
     // never change (R-ROW-1): the first final answer stands for good, and a
@@ -128,6 +131,13 @@ public:
     // The scenario-hook extension, or nullptr when the driver offers none.
     const kvblob_scenarios_t *scenarios() const noexcept;
     const std::string &name() const noexcept;
+    // For an engine's own event loop: a non-blocking eventfd that becomes
+    // readable whenever the driver announces that one of its operations
+    // became final or ended its access (KVBLOB_CAP_NOTIFY). Owned by the
+    // host (never close it), valid while this Driver lives; read 8 bytes to
+    // reset it, then confirm each operation through is_final and access.
+    // -1 when the driver does not notify: poll those operations instead.
+    int completion_fd() const noexcept;
 
     Region register_region(const kvblob_region_desc_t &desc);
     Operation submit(OpKind kind, const kvblob_batch_t &batch);
