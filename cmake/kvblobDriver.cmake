@@ -1,7 +1,9 @@
 # kvblob_driver(TARGET [MAP file]): make a shared-library target a well-formed
 # kvblob driver plugin: exports the entry alone (hidden visibility plus the
 # version script), refuses undefined symbols at link time (-z defs), and is
-# named libkvblob_<name>.so so the host finds it by short name.
+# named libkvblob_<name>.so so the host finds it by short name. The same name
+# reaches the sources as KVBLOB_DRIVER_NAME (a C string literal), so the name
+# in the plugin table and the file name are given in one place (R-LOAD-6).
 # Used by the bundled drivers and by vendors through find_package(kvblob).
 function(kvblob_driver target)
   cmake_parse_arguments(ARG "" "MAP;NAME" "" ${ARGN})
@@ -23,5 +25,6 @@ function(kvblob_driver target)
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     LINK_DEPENDS ${ARG_MAP})
+  target_compile_definitions(${target} PRIVATE KVBLOB_DRIVER_NAME="${ARG_NAME}")
   target_link_options(${target} PRIVATE "LINKER:--version-script=${ARG_MAP}" "LINKER:-z,defs")
 endfunction()

@@ -85,3 +85,26 @@ TEST_CASE("KVBLOB_LOADER_DEBUG traces every stage")
     for (const char *stage : {"[open]", "[entry]", "[negotiate]", "[validate]", "[init]"})
         CHECK_MESSAGE(r.output.find(stage) != std::string::npos, stage);
 }
+
+TEST_CASE("kvblob-info on an option the driver refuses lists the options it accepts")
+{
+    auto r = info("memory --option no_such_option=1");
+    CHECK(r.exit_code == 3);
+    CHECK(r.output.find("R-OPN-1") != std::string::npos);
+    CHECK_MESSAGE(r.output.find("The driver 'memory' accepts these options (--option name=value):") !=
+                      std::string::npos,
+                  r.output);
+    // Each option the table describes, with its type and default.
+    CHECK(r.output.find("  mode (choice: ") != std::string::npos);
+    CHECK(r.output.find("  max_ops_in_flight (int, default '") != std::string::npos);
+
+    auto json = info("memory --json --option no_such_option=1");
+    CHECK(json.exit_code == 3);
+    CHECK(json.output.find("\"accepted_options\":[{\"name\":") != std::string::npos);
+    CHECK(json.output.find("\"name\":\"mode\"") != std::string::npos);
+
+    // A refusal for another reason lists nothing.
+    auto other = info(fixture("open_fails"));
+    CHECK(other.exit_code == 3);
+    CHECK(other.output.find("accepts") == std::string::npos);
+}

@@ -13,6 +13,11 @@
  *   battery reports the checks that need them as not supported).
  * The store is process memory, so what it stores cannot rot (R-ROW-6 by
  * store guarantee).
+ *
+ * The driver's name is given once, to kvblob_driver() in CMakeLists.txt,
+ * which names the file libkvblob_<name>.so and defines KVBLOB_DRIVER_NAME
+ * for the table below: the two always agree (R-LOAD-6).
+ * Rules cited R-... are defined in share/doc/kvblob/contract.md.
  */
 #include <kvblob/kvblob.h>
 
@@ -22,6 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#ifndef KVBLOB_DRIVER_NAME
+#error "build with kvblob_driver(TARGET NAME name) from find_package(kvblob): it defines KVBLOB_DRIVER_NAME"
+#endif
 
 #define MAX_ROWS 16384u
 #define MAX_KEY_BYTES 256u
@@ -91,8 +100,12 @@ static void say(char *err, uint32_t capacity, const char *text)
 /* ---- options and open ---------------------------------------------------- */
 
 static const kvblob_option_desc_t options[] = {
-    {sizeof(kvblob_option_desc_t), KVBLOB_OPTION_INT, "max_object_bytes", "67108864", NULL,
-     "Largest object, in bytes."},
+    {.struct_size = sizeof(kvblob_option_desc_t),
+     .type = KVBLOB_OPTION_INT,
+     .name = "max_object_bytes",
+     .default_value = "67108864",
+     .choices = NULL,
+     .help = "Largest object, in bytes."},
 };
 
 static kvblob_status md_open(const kvblob_open_args_t *args, kvblob_caps_t *caps, kvblob_driver_t **out, char *err,
@@ -101,6 +114,7 @@ static kvblob_status md_open(const kvblob_open_args_t *args, kvblob_caps_t *caps
     uint64_t max_object = DEFAULT_MAX_OBJECT_BYTES;
     uint64_t i;
     kvblob_driver_t *d;
+    pthread_condattr_t monotonic;
     *out = NULL;
     for (i = 0; i < args->option_count; ++i) {
         const kvblob_option_t *o = &args->options[i];
@@ -122,7 +136,12 @@ static kvblob_status md_open(const kvblob_open_args_t *args, kvblob_caps_t *caps
         return KVBLOB_E_NO_MEMORY;
     }
     pthread_mutex_init(&d->lock, NULL);
-    pthread_cond_init(&d->idle, NULL);
+    /* drain's deadline is on the monotonic clock: a wall-clock step (NTP, an
+     * operator) must neither cut a drain short nor stretch it. */
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->idle, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     d->max_object_bytes = max_object;
     if (args->host) d->host = *args->host;
     caps->flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
@@ -220,10 +239,46 @@ static int region_live(kvblob_driver_t *d, const kvblob_region_t *r)
 
 typedef enum { OP_PUT, OP_GET, OP_PROBE, OP_REMOVE } op_kind;
 
-/* Checks R-ADM-3 .. R-ADM-7; caller holds d->lock (regions stay live). */
+/* A row index and the hash of its key, sorted by hash to find repeats. */
+typedef struct {
+    uint64_t hash;
+    uint64_t row;
+} keyed_row;
+
+static int by_hash(const void *a, const void *b)
+{
+    uint64_t x = ((const keyed_row *)a)->hash, y = ((const keyed_row *)b)->hash;
+    return x < y ? -1 : x > y;
+}
+
+/* R-ADM-4: no key twice in one operation. Sorting the rows by key hash
+ * (O(n log n)) puts equal keys next to each other; rows with equal hashes
+ * are compared byte for byte. */
+static const char *duplicate_key(const kvblob_batch_t *b)
+{
+    const char *problem = NULL;
+    uint64_t i, j;
+    keyed_row *sorted = (keyed_row *)malloc(b->row_count * sizeof *sorted);
+    if (!sorted) return "out of memory while admitting";
+    for (i = 0; i < b->row_count; ++i) {
+        sorted[i].hash = hash_key(b->rows[i].key, b->rows[i].key_len);
+        sorted[i].row = i;
+    }
+    qsort(sorted, b->row_count, sizeof *sorted, by_hash);
+    for (i = 0; i < b->row_count && !problem; ++i)
+        for (j = i + 1; j < b->row_count && sorted[j].hash == sorted[i].hash && !problem; ++j) {
+            const kvblob_row_t *x = &b->rows[sorted[i].row], *y = &b->rows[sorted[j].row];
+            if (x->key_len == y->key_len && memcmp(x->key, y->key, x->key_len) == 0)
+                problem = "[R-ADM-4] a key appears twice in one operation";
+        }
+    free(sorted);
+    return problem;
+}
+
+/* Checks R-ADM-2 .. R-ADM-7; caller holds d->lock (regions stay live). */
 static const char *admission_problem(kvblob_driver_t *d, op_kind kind, const kvblob_batch_t *b)
 {
-    uint64_t i, j;
+    uint64_t i;
     if (d->draining) return "[R-ADM-2] the driver is draining";
     if (b->row_count == 0 || !b->rows) return "[R-ADM-3] an operation needs at least one row";
     if (b->row_count > MAX_ROWS) return "[R-ADM-3] more rows than max_rows_per_op";
@@ -243,36 +298,7 @@ static const char *admission_problem(kvblob_driver_t *d, op_kind kind, const kvb
             return "[R-ADM-5] probe and remove rows carry no spans";
         }
     }
-    /* R-ADM-4: no key twice. Sort row indexes by key hash, compare neighbours. */
-    {
-        uint64_t *h = (uint64_t *)malloc(b->row_count * 2 * sizeof(uint64_t));
-        const char *problem = NULL;
-        if (!h) return "out of memory while admitting";
-        for (i = 0; i < b->row_count; ++i) {
-            h[2 * i] = hash_key(b->rows[i].key, b->rows[i].key_len);
-            h[2 * i + 1] = i;
-        }
-        /* insertion sort by hash: small batches dominate; fine for a minimal driver */
-        for (i = 1; i < b->row_count; ++i) {
-            uint64_t hv = h[2 * i], iv = h[2 * i + 1];
-            for (j = i; j > 0 && h[2 * (j - 1)] > hv; --j) {
-                h[2 * j] = h[2 * (j - 1)];
-                h[2 * j + 1] = h[2 * (j - 1) + 1];
-            }
-            h[2 * j] = hv;
-            h[2 * j + 1] = iv;
-        }
-        for (i = 0; i < b->row_count && !problem; ++i)
-            for (j = i + 1; j < b->row_count && h[2 * j] == h[2 * i]; ++j) {
-                const kvblob_row_t *a = &b->rows[h[2 * i + 1]], *c = &b->rows[h[2 * j + 1]];
-                if (a->key_len == c->key_len && memcmp(a->key, c->key, a->key_len) == 0) {
-                    problem = "[R-ADM-4] a key appears twice in one operation";
-                    break;
-                }
-            }
-        free(h);
-        return problem;
-    }
+    return duplicate_key(b);
 }
 
 /* ---- the data path ------------------------------------------------------------- */
@@ -352,16 +378,18 @@ static kvblob_status submit(kvblob_driver_t *d, op_kind kind, const kvblob_batch
                             uint32_t capacity)
 {
     const char *problem;
+    int draining;
     kvblob_op_t *op;
     uint64_t i;
     *out = NULL;
     pthread_mutex_lock(&d->lock);
+    draining = d->draining; /* read under the lock: drain sets it on another thread */
     problem = admission_problem(d, kind, b);
     if (!problem) ++d->calls_in_progress; /* drain waits for it (R-DRN-3) */
     pthread_mutex_unlock(&d->lock);
     if (problem) {
         say(err, capacity, problem);
-        return d->draining ? KVBLOB_E_CLOSED : KVBLOB_E_REJECTED;
+        return draining ? KVBLOB_E_CLOSED : KVBLOB_E_REJECTED; /* R-ADM-2 */
     }
     op = (kvblob_op_t *)calloc(1, sizeof *op);
     if (op) op->results = (kvblob_row_result *)calloc(b->row_count, sizeof *op->results);
@@ -464,7 +492,7 @@ static kvblob_status md_drain(kvblob_driver_t *d, uint64_t timeout_ns)
 {
     struct timespec deadline;
     kvblob_status st = KVBLOB_OK;
-    clock_gettime(CLOCK_REALTIME, &deadline);
+    clock_gettime(CLOCK_MONOTONIC, &deadline); /* the clock d->idle waits on (md_open) */
     if (timeout_ns > 3600ull * 1000000000ull) timeout_ns = 3600ull * 1000000000ull;
     deadline.tv_sec += (time_t)(timeout_ns / 1000000000ull);
     deadline.tv_nsec += (long)(timeout_ns % 1000000000ull);
@@ -486,14 +514,37 @@ static kvblob_status md_drain(kvblob_driver_t *d, uint64_t timeout_ns)
 
 /* ---- the table and the entry --------------------------------------------------- */
 
+/* Designated initializers: the table has many slots of similar types, and a
+ * slot filled by position is one reordering away from a silent mix-up. A
+ * slot not named here is NULL, which the loader refuses for a mandatory
+ * slot (R-LOAD-5). */
 static const kvblob_plugin_t plugin = {
-    KVBLOB_PLUGIN_SIZE_1_0, KVBLOB_ABI_1_0, KVBLOB_CONTRACT_VERSION, 0,
-    "minimal", "1.0.0", "A vendor's minimal in-process driver in plain C.",
-    options, sizeof(options) / sizeof(options[0]),
-    md_open, md_close, md_get_extension, md_register, md_unregister,
-    md_put, md_get, md_probe, md_remove,
-    md_poll, md_results, md_row_message, md_access, md_cancel, md_release, md_drain,
-    NULL, /* option_flags: a 1.1 member, unused by a 1.0 table */
+    /* A 1.0 table: its size and version are 1.0's, whatever these headers
+     * add later; members after 1.0 (option_flags...) are not laid out. */
+    .struct_size = KVBLOB_PLUGIN_SIZE_1_0,
+    .abi_version = KVBLOB_ABI_1_0,
+    .contract_version = KVBLOB_CONTRACT_VERSION,
+    .name = KVBLOB_DRIVER_NAME,
+    .version = "1.0.0",
+    .description = "A vendor's minimal in-process driver in plain C.",
+    .options = options,
+    .option_count = sizeof(options) / sizeof(options[0]),
+    .open = md_open,
+    .close = md_close,
+    .get_extension = md_get_extension,
+    .register_region = md_register,
+    .unregister_region = md_unregister,
+    .put = md_put,
+    .get = md_get,
+    .probe = md_probe,
+    .remove = md_remove,
+    .poll = md_poll,
+    .results = md_results,
+    .row_message = md_row_message,
+    .access = md_access,
+    .cancel = md_cancel,
+    .release = md_release,
+    .drain = md_drain,
 };
 
 /* This driver speaks ABI 1.0: it answers 1.0 whenever the host's range

@@ -6,6 +6,8 @@
 #include <set>
 #include <vector>
 
+#include "kvblob/host/discovery.hpp"
+
 namespace kvblob {
 
 namespace fs = std::filesystem;
@@ -71,6 +73,13 @@ DriverConfig read_driver_config(const fs::path &file)
     if (!which->is_string() || which->as_string()->get().empty())
         fail(file, which->source(), std::string(name ? "name" : "path") + " must be a non-empty string");
     config.driver = which->as_string()->get();
+    // name is looked up in the driver folders; a file goes in path, which is
+    // resolved against this file. Taking "../x.so" as a name would load
+    // whatever the search finds, relative to the engine's working directory.
+    if (name && (names_a_file(config.driver) || config.driver.find("..") != std::string::npos))
+        fail(file, name->source(),
+             "name = \"" + config.driver + "\" is a file, not a driver name: write path = \"" + config.driver +
+                 "\" (relative to this file), or give the short name (\"memory\" for libkvblob_memory.so)");
     // A relative path is relative to the config file, like the search path.
     if (path && fs::path(config.driver).is_relative())
         config.driver = (config.file.parent_path() / config.driver).lexically_normal().string();

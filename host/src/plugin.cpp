@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "driver_core.hpp"
+#include "driver_names.hpp"
 #include "kvblob/host/discovery.hpp"
 #include "kvblob/host/sha256.hpp"
 #include "kvblob/host/version.hpp"
@@ -227,7 +228,7 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
         refuse(plugin_file_name(spec), LoadStage::open,
                {{"R-LOAD-1", "no driver named '" + spec + "': " + plugin_file_name(spec) +
                                  " is not in any of [" + where + "] (set " + driver_path_env +
-                                 " or give a path)"}});
+                                 " or give a path)" + unknown_driver_advice(spec, plugin_search_dirs(options.search_dirs))}});
     }
     const std::string file = found->string();
     trace(LoadStage::open, file, "dlopen(RTLD_NOW | RTLD_LOCAL)");
@@ -264,7 +265,7 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     n.struct_size = sizeof n;
     n.host_min_abi_version = KVBLOB_ABI_VERSION_OLDEST;
     n.host_max_abi_version = KVBLOB_ABI_VERSION;
-    n.host_kvblob_version = KVBLOB_ABI_VERSION;
+    n.host_kvblob_version = release_version_packed();
     const std::string offered = abi_version_text(n.host_min_abi_version) + ".." + abi_version_text(n.host_max_abi_version);
     trace(LoadStage::negotiate, file, "offering ABI " + offered);
     kvblob_status st = KVBLOB_E_INTERNAL;
@@ -312,6 +313,8 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     check_options(t, n.chosen_abi_version, problems);
     if (!problems.empty()) refuse(file, LoadStage::validate, problems);
     trace(LoadStage::validate, file, std::string("ok: driver '") + t.name + "' " + t.version);
+    // Found by its short name: the name asked for must be the one answering.
+    if (!names_a_file(spec)) warn_if_misnamed(*found, t.name);
 
     Plugin plugin;
     plugin.library_ = std::move(library);

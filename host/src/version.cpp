@@ -6,6 +6,8 @@ namespace kvblob {
 
 const char *release_version() { return KVBLOB_RELEASE_VERSION; }
 
+uint32_t release_version_packed() { return KVBLOB_MAKE_VERSION(KVBLOB_RELEASE_MAJOR, KVBLOB_RELEASE_MINOR); }
+
 std::string abi_version_text(uint32_t v)
 {
     return std::to_string(KVBLOB_VERSION_MAJOR(v)) + "." + std::to_string(KVBLOB_VERSION_MINOR(v));

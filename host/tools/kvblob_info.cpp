@@ -7,6 +7,7 @@
 #include "kvblob/cli/plugin_flags.hpp"
 
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -46,7 +47,43 @@ std::vector<std::pair<std::string, uint64_t>> limits_of(const kvblob_caps_t &c)
             {"max_ops_in_flight", c.max_ops_in_flight}};
 }
 
-void print_refusal_json(const kvblob::LoadError &e)
+std::string option_signature(const kvblob_option_desc_t &o)
+{
+    std::string text = std::string(o.name) + " (" + option_type_name(o.type);
+    if (o.choices) text += std::string(": ") + o.choices;
+    text += o.default_value ? std::string(", default '") + o.default_value + "'" : std::string(", required");
+    return text + ")";
+}
+
+void print_options(std::ostream &out, const std::vector<kvblob_option_desc_t> &opts)
+{
+    for (const auto &o : opts) out << "  " << option_signature(o) << "\n      " << (o.help ? o.help : "") << "\n";
+}
+
+std::string options_json(const std::vector<kvblob_option_desc_t> &opts)
+{
+    std::string out = "[";
+    for (size_t i = 0; i < opts.size(); ++i) {
+        const auto &o = opts[i];
+        out += std::string(i ? "," : "") + "{\"name\":" + kvblob::json_quote(o.name) +
+               ",\"type\":" + kvblob::json_quote(option_type_name(o.type)) +
+               ",\"default\":" + (o.default_value ? kvblob::json_quote(o.default_value) : "null") +
+               ",\"choices\":" + (o.choices ? kvblob::json_quote(o.choices) : "null") +
+               ",\"help\":" + kvblob::json_quote(o.help ? o.help : "") + "}";
+    }
+    return out + "]";
+}
+
+// An option the driver refused (R-OPN-1): the refusal is the driver's, the
+// list of what it accepts is the plugin table's, which the host holds.
+bool refused_an_option(const kvblob::LoadError &e)
+{
+    for (const auto &p : e.problems())
+        if (p.rule == "R-OPN-1") return true;
+    return false;
+}
+
+void print_refusal_json(const kvblob::LoadError &e, const kvblob::Plugin *plugin)
 {
     std::cout << "{\"loaded\":false,\"file\":" << kvblob::json_quote(e.file())
               << ",\"stage\":" << kvblob::json_quote(kvblob::to_string(e.stage())) << ",\"problems\":[";
@@ -56,7 +93,9 @@ void print_refusal_json(const kvblob::LoadError &e)
                   << ",\"reason\":" << kvblob::json_quote(p.reason) << "}";
         first = false;
     }
-    std::cout << "],\"dlerror\":" << kvblob::json_quote(e.dlerror_text()) << "}\n";
+    std::cout << "],\"dlerror\":" << kvblob::json_quote(e.dlerror_text());
+    if (plugin && refused_an_option(e)) std::cout << ",\"accepted_options\":" << options_json(plugin->options());
+    std::cout << "}\n";
 }
 
 }  // namespace
@@ -80,8 +119,10 @@ int main(int argc, char **argv)
     const auto options = kvblob::cli::driver_options(flags, "kvblob-info");
     if (!options) return kvblob::cli::exit_usage;
 
+    std::optional<kvblob::Plugin> loaded;
     try {
-        auto plugin = kvblob::Plugin::load(spec, flags.load);
+        loaded.emplace(kvblob::Plugin::load(spec, flags.load));
+        const auto &plugin = *loaded;
         kvblob_caps_t caps{};
         bool opened = false;
         if (!no_open) {
@@ -108,16 +149,7 @@ int main(int argc, char **argv)
                 }
                 std::cout << "}";
             }
-            std::cout << ",\"options\":[";
-            for (size_t i = 0; i < opts.size(); ++i) {
-                const auto &o = opts[i];
-                std::cout << (i ? "," : "") << "{\"name\":" << kvblob::json_quote(o.name)
-                          << ",\"type\":" << kvblob::json_quote(option_type_name(o.type))
-                          << ",\"default\":" << (o.default_value ? kvblob::json_quote(o.default_value) : "null")
-                          << ",\"choices\":" << (o.choices ? kvblob::json_quote(o.choices) : "null")
-                          << ",\"help\":" << kvblob::json_quote(o.help ? o.help : "") << "}";
-            }
-            std::cout << "]}\n";
+            std::cout << ",\"options\":" << options_json(opts) << "}\n";
             return 0;
         }
         std::cout << "file:      " << plugin.path().string() << "\n"
@@ -135,17 +167,21 @@ int main(int argc, char **argv)
                 std::cout << "  " << name << std::string(20 - name.size(), ' ') << limit_text(value) << "\n";
         }
         std::cout << "options:" << (opts.empty() ? " (none)" : "") << "\n";
-        for (const auto &o : opts) {
-            std::cout << "  " << o.name << " (" << option_type_name(o.type);
-            if (o.choices) std::cout << ": " << o.choices;
-            if (o.default_value) std::cout << ", default '" << o.default_value << "'";
-            else std::cout << ", required";
-            std::cout << ")\n      " << (o.help ? o.help : "") << "\n";
-        }
+        print_options(std::cout, opts);
         return 0;
     } catch (const kvblob::LoadError &e) {
-        if (json) print_refusal_json(e);
-        else std::cerr << e.what() << "\n";
+        const kvblob::Plugin *plugin = loaded ? &*loaded : nullptr;
+        if (json) {
+            print_refusal_json(e, plugin);
+        } else {
+            std::cerr << e.what() << "\n";
+            if (plugin && refused_an_option(e)) {
+                const auto opts = plugin->options();
+                std::cerr << "The driver '" << plugin->name() << "' accepts " << (opts.empty() ? "no options" : "these options")
+                          << (opts.empty() ? ".\n" : " (--option name=value):\n");
+                print_options(std::cerr, opts);
+            }
+        }
         return exit_refused;
     }
 }

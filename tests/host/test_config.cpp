@@ -101,6 +101,21 @@ TEST_CASE("the driver must be named once, by name or path")
               .find("search_path must be an array") != std::string::npos);
 }
 
+TEST_CASE("a file given as name is refused with a pointer to path")
+{
+    for (const char *value : {"../x.so", "plugins/libkvblob_x.so", "libkvblob_x.so", "..x"}) {
+        const auto e = config_error(std::string("[driver]\nname = \"") + value + "\"\n");
+        const std::string what = e.what();
+        CHECK_MESSAGE(what.find("is a file, not a driver name: write path = \"" + std::string(value) + "\"") !=
+                          std::string::npos,
+                      what);
+        CHECK(e.line() == 2);
+    }
+    // A short name is still a name.
+    ConfigFile ok("[driver]\nname = \"my-store_2\"\n");
+    CHECK(kvblob::read_driver_config(ok.path).driver == "my-store_2");
+}
+
 TEST_CASE("a missing file, a missing plugin and a refused plugin each say so")
 {
     CHECK_THROWS_WITH_AS(kvblob::read_driver_config("/nonexistent/engine.toml"), doctest::Contains("no such file"),

@@ -8,7 +8,8 @@
  * the plugin answers the one it speaks and its table; the host re-checks
  * the answer before trusting it (OpenXR's xrNegotiateLoaderRuntimeInterface).
  *
- * Load rules: the loader's refusals name one of these ids, the stage
+ * Load rules (defined in share/doc/kvblob/contract.md, "Loading a plugin";
+ * repeated here): the loader's refusals name one of these ids, the stage
  * (open, entry, negotiate, validate, init), the file and the reason.
  *   R-LOAD-1  The file is a shared object the dynamic linker can load with
  *             RTLD_NOW (stage open; the dlerror() text is quoted).
@@ -61,7 +62,9 @@ typedef struct kvblob_negotiation {
     /* Answered by the plugin: its static table, laid out for
      * chosen_abi_version, valid until the plugin is unloaded. */
     const kvblob_plugin_t *plugin;
-    /* The kvblob release version the host was built from (informative). */
+    /* The kvblob release the host was built from, major and minor packed by
+     * KVBLOB_MAKE_VERSION (release 0.1.0 -> 0.1); informative, and not the
+     * ABI version (that is the offered range above). */
     uint32_t host_kvblob_version;
     uint32_t reserved;
 } kvblob_negotiation_t;

@@ -120,8 +120,11 @@ class Driver {
 public:
     Driver(Driver &&) noexcept = default;
     Driver &operator=(Driver &&) noexcept = default;
-    // Shuts down in order: drain, release parked operations, unregister
-    // pinned regions, close. What cannot be ended is left alive, never freed.
+    // Lets go of this handle's share of the driver. The shutdown (drain with
+    // a 10 s timeout, release parked operations, unregister pinned regions,
+    // close) runs when the last holder lets go: this Driver, or a Region or
+    // Operation that outlives it, whichever is destroyed last. What cannot be
+    // ended (access unprovable, R-REG-2) is left alive, never freed.
     ~Driver();
 
     const kvblob_plugin_t &table() const noexcept;

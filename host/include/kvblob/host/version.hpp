@@ -9,6 +9,10 @@ namespace kvblob {
 // The kvblob release this host library was built from.
 const char *release_version();
 
+// The same release, major and minor, packed by KVBLOB_MAKE_VERSION: what the
+// loader offers a plugin as host_kvblob_version (entry.h).
+uint32_t release_version_packed();
+
 // An ABI version packed by KVBLOB_MAKE_VERSION, as "major.minor".
 std::string abi_version_text(uint32_t version);
 
