@@ -26,6 +26,11 @@
 #include "kvblob/host/plugin.hpp"
 #include "kvblob/host/version.hpp"
 
+// batch.hpp's helpers, in namespace kvblob like all of the public API.
+using kvblob::Batch;
+using kvblob::make_span;
+using kvblob::fill_pattern;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -16,7 +16,11 @@ arguments, and DESTDIR sends the install into the scratch folder. Then the
 GitHub snippet's Conformance step, with and without an expectations file.
 Each run must leave a JUnit report.
 
-Usage: ci_snippets.py SOURCE_DIR [--run]     (exit 77: cannot run here)
+Usage: ci_snippets.py SOURCE_DIR [--run [--scratch DIR]]   (exit 77: cannot run here)
+With --scratch, the run happens in DIR (emptied first, removed after), so a
+compiler cache (ccache, when installed, through CMake's
+CMAKE_<LANG>_COMPILER_LAUNCHER environment variables) sees the same paths
+from run to run.
 """
 import os
 import re
@@ -27,6 +31,7 @@ import tempfile
 
 source = os.path.abspath(sys.argv[1])
 run = "--run" in sys.argv[2:]
+scratch_arg = sys.argv[sys.argv.index("--scratch") + 1] if "--scratch" in sys.argv else None
 failures = []
 
 
@@ -127,7 +132,12 @@ if subprocess.run(["git", "-C", source, "rev-parse", "HEAD"], capture_output=Tru
     print("SKIP: the source tree is not a git checkout; the snippets clone one")
     sys.exit(77)
 
-scratch = tempfile.mkdtemp(prefix="kvblob-ci-")
+if scratch_arg:
+    scratch = os.path.abspath(scratch_arg)
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+else:
+    scratch = tempfile.mkdtemp(prefix="kvblob-ci-")
 try:
     shims = os.path.join(scratch, "shims")
     os.makedirs(shims)
@@ -149,6 +159,8 @@ try:
     open(cmakelists, "w").write(text.replace("set(DRIVER_NAME minimal)", "set(DRIVER_NAME mystore)"))
     env = dict(os.environ, KVBLOB_REPO=source, DESTDIR=os.path.join(scratch, "root"),
                CMAKE_PREFIX_PATH=prefix, PATH=f"{shims}:{prefix}/bin:" + os.environ["PATH"])
+    if shutil.which("ccache"):
+        env.update(CMAKE_C_COMPILER_LAUNCHER="ccache", CMAKE_CXX_COMPILER_LAUNCHER="ccache")
 
     def sh(script, what):
         r = subprocess.run(["bash", "-e", "-c", script], cwd=vendor, env=env, capture_output=True, text=True)

@@ -12,6 +12,11 @@
 #include "kvblob/host/plugin.hpp"
 #include "kvblob/host/batch.hpp"
 
+// batch.hpp's helpers, in namespace kvblob like all of the public API.
+using kvblob::Batch;
+using kvblob::make_span;
+using kvblob::fill_pattern;
+
 // A store name no other test uses, so tests never see each other's objects.
 inline std::string unique_store(const std::string &tag)
 {

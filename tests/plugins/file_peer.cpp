@@ -14,6 +14,11 @@
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/plugin.hpp"
 
+// batch.hpp's helpers, in namespace kvblob like all of the public API.
+using kvblob::Batch;
+using kvblob::make_span;
+using kvblob::fill_pattern;
+
 int main(int argc, char **argv)
 {
     if (argc < 6) {

@@ -9,6 +9,9 @@
 #include "kvblob/host/batch.hpp"
 #include "kvblob/support/crc32c.hpp"
 
+// batch.hpp's helpers, in namespace kvblob like all of the public API.
+using kvblob::fill_pattern;
+
 namespace {
 
 uint32_t reference_crc32c(const uint8_t *p, size_t n)

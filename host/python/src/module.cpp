@@ -26,6 +26,10 @@
 #include "kvblob/host/plugin.hpp"
 #include "kvblob/host/version.hpp"
 
+// batch.hpp's helpers, in namespace kvblob like all of the public API.
+using kvblob::Batch;
+using kvblob::make_span;
+
 namespace py = pybind11;
 using namespace kvblob;
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+namespace kvblob {
+
 inline kvblob_span_t make_span(kvblob_region_t *region, uint64_t offset, uint64_t length)
 {
     return kvblob_span_t{sizeof(kvblob_span_t), 0, region, offset, length};
@@ -65,3 +67,5 @@ inline void fill_pattern(uint8_t *dst, size_t n, uint64_t seed)
         dst[i] = static_cast<uint8_t>(x >> ((i & 7) * 8));
     }
 }
+
+}  // namespace kvblob

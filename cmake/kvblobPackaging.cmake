@@ -1,0 +1,57 @@
+# Debian packages with CPack (`cpack -G DEB` in the build folder):
+#   libkvblob-host0  the host library
+#   kvblob-dev       headers, the CMake package, the plugin version script,
+#                    the contract and vendor guide, the driver template
+#   kvblob-tools     kvblob-info, kvblob-conformance, kvblob-soak, kvblob-bench
+#   kvblob-drivers   the bundled drivers (memory, file, redis, mooncake, null)
+#   python3-kvblob   the Python package
+# Each install() names its component (or inherits one from
+# CMAKE_INSTALL_DEFAULT_COMPONENT_NAME where its folder is added); shared
+# library dependencies are found by dpkg-shlibdeps, the packages' own ones
+# are declared below. tests/packaging/run.sh (ctest -L packaging) builds
+# them, unpacks them into a scratch root and builds against that.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME kvblob)
+set(CPACK_PACKAGE_VENDOR kvblob)
+set(CPACK_PACKAGE_CONTACT "kvblob maintainers <kvblob@invalid>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# libkvblob_host.so is in the packages themselves, not yet on the system.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/lib)
+set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
+
+set(CPACK_COMPONENTS_ALL lib dev tools drivers)
+if(TARGET _kvblob)
+  list(APPEND CPACK_COMPONENTS_ALL python)
+endif()
+set(CPACK_DEBIAN_LIB_PACKAGE_NAME libkvblob-host${PROJECT_VERSION_MAJOR})
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME kvblob-dev)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME kvblob-tools)
+set(CPACK_DEBIAN_DRIVERS_PACKAGE_NAME kvblob-drivers)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-kvblob)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+set(CPACK_COMPONENT_LIB_DESCRIPTION "kvblob host library: loads kvblob store drivers for an inference engine")
+set(CPACK_COMPONENT_DEV_DESCRIPTION
+    "kvblob development files: ABI and host headers, CMake package, driver template, contract")
+set(CPACK_COMPONENT_TOOLS_DESCRIPTION "kvblob tools: kvblob-info, kvblob-conformance, kvblob-soak, kvblob-bench")
+set(CPACK_COMPONENT_DRIVERS_DESCRIPTION "kvblob bundled store drivers: memory, file, redis, mooncake, null")
+set(CPACK_COMPONENT_PYTHON_DESCRIPTION "kvblob Python package")
+# Component dependencies become Depends with the exact version.
+set(CPACK_COMPONENT_DEV_DEPENDS lib)
+set(CPACK_COMPONENT_TOOLS_DEPENDS lib)
+set(CPACK_COMPONENT_PYTHON_DEPENDS lib)
+# Dependencies no ELF file shows: CMake for the package files, a compiler's
+# view of the headers needs nothing; the Python module needs the interpreter
+# and numpy; the host finds drivers beside itself, so the tools recommend them.
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "cmake (>= 3.22)")
+set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "python3, python3-numpy")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS kvblob-drivers)
+set(CPACK_DEBIAN_DRIVERS_PACKAGE_ENHANCES "${CPACK_DEBIAN_LIB_PACKAGE_NAME}")
+include(CPack)

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The Debian packages as a user meets them: cpack builds them from this build
+# folder, each declares what it depends on, dpkg-deb unpacks them into a
+# scratch root (no root rights, the system untouched), and a driver and an
+# engine build out of tree against that root (tests/out_of_tree/run.sh).
+# Usage: run.sh BUILD_DIR SOURCE_DIR DRIVER_SOURCE
+set -euo pipefail
+build=$1 src=$2 driver_source=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+(cd "$build" && cpack -G DEB -B "$work/packages" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; fail "cpack"; }
+version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
+deb() { ls "$work"/packages/"$1"_*.deb 2>/dev/null | head -1; }
+depends() { dpkg-deb -f "$1" Depends; }
+
+for p in libkvblob-host0 kvblob-dev kvblob-tools kvblob-drivers; do
+  [ -n "$(deb $p)" ] || fail "no $p package among: $(ls "$work/packages")"
+  echo "$p: $(dpkg-deb -f "$(deb $p)" Version) Depends: $(depends "$(deb $p)")"
+done
+# What each package must declare.
+depends "$(deb libkvblob-host0)" | grep -q 'libstdc++6' || fail "libkvblob-host0 does not depend on libstdc++6"
+depends "$(deb kvblob-dev)" | grep -q "libkvblob-host0 (= $version)" || fail "kvblob-dev does not depend on libkvblob-host0 (= $version)"
+depends "$(deb kvblob-dev)" | grep -q 'cmake' || fail "kvblob-dev does not depend on cmake"
+depends "$(deb kvblob-tools)" | grep -q "libkvblob-host0 (= $version)" || fail "kvblob-tools does not depend on libkvblob-host0"
+depends "$(deb kvblob-drivers)" | grep -q 'libhiredis' || fail "kvblob-drivers does not depend on hiredis (the redis driver)"
+if [ -n "$(deb python3-kvblob)" ]; then
+  depends "$(deb python3-kvblob)" | grep -q "python3" || fail "python3-kvblob does not depend on python3"
+fi
+# Each file in one package only, each package only its own kind of file.
+contents() { dpkg-deb -c "$1" | awk '{print $6}' | grep -v '/$'; }
+contents "$(deb libkvblob-host0)" | grep -q '/usr/lib/libkvblob_host.so.0' || fail "no host library in libkvblob-host0"
+contents "$(deb kvblob-dev)" | grep -q '/usr/include/kvblob/kvblob.h' || fail "no ABI header in kvblob-dev"
+contents "$(deb kvblob-dev)" | grep -q '/usr/share/doc/kvblob/contract.md' || fail "no contract in kvblob-dev"
+contents "$(deb kvblob-dev)" | grep -q '/usr/share/kvblob/minimal_driver/minimal_driver.c' || fail "no template in kvblob-dev"
+contents "$(deb kvblob-drivers)" | grep -q '/usr/lib/kvblob/libkvblob_memory.so' || fail "no memory driver in kvblob-drivers"
+dupes=$(for d in "$work"/packages/*.deb; do contents "$d"; done | sort | uniq -d)
+[ -z "$dupes" ] || fail "files in two packages: $dupes"
+
+root="$work/root"
+for d in "$work"/packages/*.deb; do dpkg-deb -x "$d" "$root"; done
+"$root/usr/bin/kvblob-info" memory | head -n 2
+# The installed headers are the public API alone: each compiles on its own
+# from the package, declares its names in namespace kvblob, and none of the
+# host's internal headers ships.
+for h in json sha256 key_codec; do
+  [ ! -e "$root/usr/include/kvblob/host/$h.hpp" ] || fail "internal header kvblob/host/$h.hpp is installed"
+done
+for h in "$root"/usr/include/kvblob/host/*.hpp; do
+  grep -q '^namespace kvblob' "$h" || fail "$h declares nothing in namespace kvblob"
+  echo "#include <kvblob/host/$(basename "$h")>" | c++ -std=c++20 -fsyntax-only -x c++ -I"$root/usr/include" - ||
+    fail "$h does not compile on its own from the package"
+done
+if [ -n "$(deb python3-kvblob)" ]; then
+  PYTHONPATH="$root/usr/lib/python3/dist-packages" python3 -c \
+    'import kvblob, sys; print("python module from", kvblob.__file__)' | grep -q "$root" || fail "python3-kvblob does not import"
+fi
+"$src/tests/out_of_tree/run.sh" "$build" "$src" "$driver_source" "$root/usr"
