@@ -15,6 +15,10 @@
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/plugin.hpp"
 
+// batch.hpp's helpers, in namespace kvblob like all of the public API.
+using kvblob::Batch;
+using kvblob::make_span;
+
 using kvblob::OpKind;
 using namespace std::chrono_literals;
 

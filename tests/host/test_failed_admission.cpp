@@ -13,6 +13,8 @@
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/plugin.hpp"
 
+using kvblob::Batch;
+using kvblob::make_span;
 using kvblob::OpKind;
 
 namespace {
