@@ -23,6 +23,10 @@
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/plugin.hpp"
 
+using kvblob::Batch;
+using kvblob::fill_pattern;
+using kvblob::make_span;
+
 namespace {
 
 kvblob::RowStatus one(kvblob::Driver &driver, kvblob::OpKind kind, const std::string &key, kvblob_span_t span,
