@@ -27,7 +27,11 @@ Refusal refusal_of(const std::string &spec, const kvblob::Options &options = {})
         auto plugin = kvblob::Plugin::load(spec);
         auto driver = plugin.open(options);
     } catch (const kvblob::LoadError &e) {
-        CHECK_MESSAGE(std::string(e.what()).find(e.file()) != std::string::npos, "the message names the file");
+        const std::string what = e.what();
+        CHECK_MESSAGE(what.find(e.file()) != std::string::npos, "the message names the file: " << what);
+        CHECK_MESSAGE(what.find(std::string("at stage ") + kvblob::to_string(e.stage())) != std::string::npos,
+                      "the message names the stage: " << what);
+        CHECK_MESSAGE(what.find("[" + e.rule() + "]") != std::string::npos, "the message names the rule: " << what);
         return {e.stage(), e.rule(), e.what(), e.dlerror_text()};
     }
     FAIL("plugin " << spec << " was not refused");
@@ -77,6 +81,7 @@ TEST_CASE("load failures: stage, rule and message")
     expect("notify_at_1_0", S::init, "R-LOAD-8", "reserved capability bits set for ABI 1.0: 0x40");
     expect("reserved_option_flag", S::validate, "R-LOAD-7", "option 'greeting' sets reserved flag bits");
     expect("open_fails", S::init, "R-LOAD-9", "cannot reach the store at fixture://nowhere");
+    expect("wild_extension", S::init, "R-LOAD-12", "does not lie inside one loaded segment of the plugin's own image");
 }
 
 TEST_CASE("a file that is not a plugin quotes the dynamic linker")

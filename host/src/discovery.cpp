@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <sys/auxv.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <system_error>
 
@@ -55,13 +56,41 @@ std::vector<fs::path> plugin_search_dirs(const std::vector<fs::path> &extra_dirs
     return dirs;
 }
 
+std::vector<fs::path> library_search_dirs()
+{
+    std::vector<fs::path> dirs;
+    void *self = dlopen(nullptr, RTLD_LAZY);
+    if (!self) return dirs;
+    Dl_serinfo size{};
+    if (dlinfo(self, RTLD_DI_SERINFOSIZE, &size) == 0 && size.dls_size >= sizeof(Dl_serinfo)) {
+        // Dl_serinfo is followed by the strings it points to: one buffer,
+        // aligned for the struct.
+        std::vector<std::max_align_t> buf((size.dls_size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+        auto *info = reinterpret_cast<Dl_serinfo *>(buf.data());
+        *info = size;
+        if (dlinfo(self, RTLD_DI_SERINFOSIZE, info) == 0 && dlinfo(self, RTLD_DI_SERINFO, info) == 0)
+            for (unsigned i = 0; i < info->dls_cnt; ++i)
+                if (info->dls_serpath[i].dls_name && info->dls_serpath[i].dls_name[0] == '/')
+                    dirs.emplace_back(info->dls_serpath[i].dls_name);
+    }
+    dlclose(self);
+    return dirs;
+}
+
 std::optional<fs::path> find_plugin(const std::string &spec, const std::vector<fs::path> &extra_dirs)
 {
-    if (names_a_file(spec)) return fs::path(spec);
-    for (const auto &dir : plugin_search_dirs(extra_dirs)) {
-        auto candidate = dir / plugin_file_name(spec);
+    if (spec.find('/') != std::string::npos) return fs::path(spec);
+    const bool bare_file = names_a_file(spec);
+    auto dirs = plugin_search_dirs(extra_dirs);
+    if (bare_file)
+        for (auto &d : library_search_dirs()) dirs.push_back(std::move(d));
+    const std::string name = bare_file ? spec : plugin_file_name(spec);
+    for (const auto &dir : dirs) {
+        auto candidate = dir / name;
         std::error_code ec;
-        if (fs::is_regular_file(candidate, ec)) return candidate;
+        // Whatever holds the name is the one file meant (a FIFO too: the
+        // loader refuses it by name rather than look further).
+        if (fs::exists(candidate, ec)) return candidate;
     }
     return std::nullopt;
 }

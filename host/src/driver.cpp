@@ -127,11 +127,7 @@ void DriverCore::adopt(kvblob_driver_t *h, const kvblob_caps_t &c)
 {
     handle = h;
     caps = c;
-    if (table->get_extension)
-        scenarios = static_cast<const kvblob_scenarios_t *>(
-            call(&kvblob_plugin_t::get_extension, "get_extension", static_cast<const void *>(nullptr), h,
-                 static_cast<const char *>(KVBLOB_EXT_SCENARIOS)));
-    if (scenarios && scenarios->struct_size < sizeof(uint32_t) * 2) scenarios = nullptr;
+    // scenarios: looked up and checked by the loader (host/src/plugin.cpp).
 }
 
 void DriverCore::note(kvblob_log_level level, const std::string &message) const

@@ -4,26 +4,34 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cstddef>
 #include <string>
 
 namespace kvblob {
 
 class Library {
 public:
-    explicit Library(void *handle) : handle_(handle) {}
+    // handle came from dlopen("/proc/self/fd/<fd>"): the library keeps fd,
+    // the descriptor that was checked, open while the object may be loaded
+    // under that name (see loaded_under in plugin_file.hpp). fd is -1 for
+    // a library the dynamic linker found by its own search.
+    Library(void *handle, int fd) : handle_(handle), fd_(fd) {}
     Library(const Library &) = delete;
     Library &operator=(const Library &) = delete;
     // Unloads, unless pinned: code of a driver that could not be closed may
     // still run (a worker thread, a late completion), so it stays mapped.
-    ~Library()
-    {
-        if (handle_ && !pinned_.load()) dlclose(handle_);
-    }
+    ~Library();
     void *symbol(const char *name) const { return dlsym(handle_, name); }
     void pin() noexcept { pinned_.store(true); }
 
+    // Empty when [p, p + bytes) lies inside one readable loaded segment of
+    // this object's own image; otherwise where p lies instead, in words.
+    // Used before the host reads a struct the plugin hands it (R-LOAD-12).
+    std::string outside_image(const void *p, size_t bytes) const;
+
 private:
     void *handle_;
+    int fd_;
     std::atomic<bool> pinned_{false};
 };
 

@@ -2,9 +2,6 @@
 #include "kvblob/host/plugin.hpp"
 
 #include <dlfcn.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -15,13 +12,11 @@
 #include "driver_core.hpp"
 #include "driver_names.hpp"
 #include "kvblob/host/discovery.hpp"
-#include "kvblob/host/sha256.hpp"
 #include "kvblob/host/version.hpp"
 #include "library.hpp"
+#include "plugin_file.hpp"
 
 namespace kvblob {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -181,27 +176,22 @@ std::vector<LoadProblem> check_caps(const kvblob_plugin_t &t, uint32_t abi, cons
     return problems;
 }
 
-void check_trust(const std::string &file, const LoadOptions &options)
+// Looks up kvblob.scenarios/1. The pointer comes from the plugin: before the
+// host reads through it, it must lie inside the plugin's own loaded image,
+// struct_size and all (R-LOAD-12); a wild pointer would crash the engine.
+std::string adopt_scenarios(DriverCore &core)
 {
-    std::vector<LoadProblem> problems;
-    struct stat st {};
-    if (stat(file.c_str(), &st) != 0)
-        refuse(file, LoadStage::open, {{"R-LOAD-1", std::string("cannot stat it: ") + std::strerror(errno)}});
-    if (!options.allow_untrusted_file) {
-        if (st.st_mode & S_IWOTH)
-            problems.push_back({"R-LOAD-10", "the file is world-writable: anyone could have replaced its code "
-                                             "(allow_untrusted_file to load it anyway)"});
-        if (st.st_uid != 0 && st.st_uid != geteuid())
-            problems.push_back({"R-LOAD-10", "the file is owned by user " + std::to_string(st.st_uid) +
-                                                 ", neither root nor this process's user " +
-                                                 std::to_string(geteuid()) + " (allow_untrusted_file to load it anyway)"});
-    }
-    if (!options.expected_sha256.empty()) {
-        const std::string actual = sha256_file_hex(file);
-        if (actual != options.expected_sha256)
-            problems.push_back({"R-LOAD-11", "its SHA-256 is " + actual + ", not the pinned " + options.expected_sha256});
-    }
-    if (!problems.empty()) refuse(file, LoadStage::open, problems);
+    if (!core.table->get_extension) return {};
+    const void *ext = core.call(&kvblob_plugin_t::get_extension, "get_extension", static_cast<const void *>(nullptr),
+                                core.handle, static_cast<const char *>(KVBLOB_EXT_SCENARIOS));
+    if (!ext) return {};
+    const std::string what = std::string("get_extension(\"") + KVBLOB_EXT_SCENARIOS + "\") returned ";
+    if (auto why = core.library->outside_image(ext, sizeof(uint32_t)); !why.empty()) return what + why;
+    const uint32_t size = *static_cast<const uint32_t *>(ext);
+    if (auto why = core.library->outside_image(ext, size); !why.empty())
+        return what + "a struct_size of " + std::to_string(size) + " bytes: " + why;
+    if (size >= sizeof(uint32_t) * 2) core.scenarios = static_cast<const kvblob_scenarios_t *>(ext);
+    return {};
 }
 
 }  // namespace
@@ -219,34 +209,50 @@ Options parse_option_assignments(const std::vector<std::string> &words)
 
 Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
 {
-    // Stage open: find the file and let the dynamic linker load it.
+    // Stage open: resolve spec to one file, judge it, load what was judged.
     auto found = find_plugin(spec, options.search_dirs);
-    if (!found) {
+    const bool bare_file = spec.find('/') == std::string::npos && names_a_file(spec);
+    // With neither the trust rule nor a pin to apply, a bare library name the
+    // loader cannot find is left to the dynamic linker's search (its cache).
+    const bool unchecked = options.allow_untrusted_file && options.expected_sha256.empty();
+    if (!found && !(bare_file && unchecked)) {
         std::string where;
-        for (const auto &d : plugin_search_dirs(options.search_dirs))
-            where += (where.empty() ? "" : ", ") + d.string();
-        refuse(plugin_file_name(spec), LoadStage::open,
-               {{"R-LOAD-1", "no driver named '" + spec + "': " + plugin_file_name(spec) +
-                                 " is not in any of [" + where + "] (set " + driver_path_env +
-                                 " or give a path)" + unknown_driver_advice(spec, plugin_search_dirs(options.search_dirs))}});
+        auto dirs = plugin_search_dirs(options.search_dirs);
+        if (bare_file)
+            for (auto &d : library_search_dirs()) dirs.push_back(std::move(d));
+        for (const auto &d : dirs) where += (where.empty() ? "" : ", ") + d.string();
+        const std::string name = bare_file ? spec : plugin_file_name(spec);
+        refuse(name, LoadStage::open,
+               {{"R-LOAD-1", (bare_file ? "no library named '" : "no driver named '") + spec + "': " + name +
+                                 " is not in any of [" + where + "] (set " + driver_path_env + " or give a path)" +
+                                 (bare_file ? std::string() : unknown_driver_advice(spec, plugin_search_dirs(options.search_dirs)))}});
     }
-    const std::string file = found->string();
-    trace(LoadStage::open, file, "dlopen(RTLD_NOW | RTLD_LOCAL)");
-    std::error_code ec;
-    // A bare soname ("libc.so.6") is left to the dynamic linker's own search.
-    const bool bare_soname = file.find('/') == std::string::npos;
-    if (!bare_soname && !fs::exists(*found, ec))
-        refuse(file, LoadStage::open, {{"R-LOAD-1", "no such file"}});
-    // Trust is decided before dlopen, which already runs the plugin's code.
-    // A bare soname comes from the system's own library folders.
-    if (!bare_soname) check_trust(file, options);
-    dlerror();
-    void *handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const std::string file = found ? found->string() : spec;
+    void *handle = nullptr;
+    int fd = -1;
+    if (found) {
+        PluginFile checked;
+        try {
+            checked = open_plugin_file(file, options);
+        } catch (const LoadError &e) {
+            for (const auto &p : e.problems()) trace(LoadStage::open, file, "refused [" + p.rule + "] " + p.reason);
+            throw;
+        }
+        const std::string name = checked.load_name();
+        trace(LoadStage::open, file, "dlopen(" + name + ", RTLD_NOW | RTLD_LOCAL): the descriptor that was checked");
+        dlerror();
+        handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (handle) fd = checked.fd.release();
+    } else {
+        trace(LoadStage::open, file, "dlopen(RTLD_NOW | RTLD_LOCAL) through the dynamic linker's search");
+        dlerror();
+        handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    }
     if (!handle) {
         const char *why = dlerror();
         refuse(file, LoadStage::open, {{"R-LOAD-1", "the dynamic linker cannot load it"}}, why ? why : "");
     }
-    auto library = std::make_shared<Library>(handle);
+    auto library = std::make_shared<Library>(handle, fd);
 
     // Stage entry.
     trace(LoadStage::entry, file, std::string("dlsym(") + KVBLOB_ENTRY_SYMBOL + ")");
@@ -318,7 +324,7 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
 
     Plugin plugin;
     plugin.library_ = std::move(library);
-    plugin.path_ = *found;
+    plugin.path_ = file;
     plugin.table_ = &t;
     plugin.abi_version_ = n.chosen_abi_version;
     return plugin;
@@ -383,7 +389,9 @@ Driver Plugin::open(const Options &options, LogSink log) const
     }
     if (abi_version_ < KVBLOB_ABI_1_1) caps.access_end_bound_ns = 0;  // not a 1.0 member
     core->adopt(handle, caps);
-    if (auto problems = check_caps(*table_, abi_version_, caps, *core->services()); !problems.empty()) {
+    auto problems = check_caps(*table_, abi_version_, caps, *core->services());
+    if (auto why = adopt_scenarios(*core); !why.empty()) problems.push_back({"R-LOAD-12", why});
+    if (!problems.empty()) {
         core->shutdown(std::chrono::seconds(1));
         refuse(file, LoadStage::init, problems);
     }

@@ -1,6 +1,9 @@
 #include "kvblob/host/sha256.hpp"
 
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -131,6 +134,22 @@ std::string sha256_file_hex(const std::filesystem::path &file)
     std::vector<char> buf(1 << 16);
     while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
         s.update(reinterpret_cast<const uint8_t *>(buf.data()), static_cast<size_t>(in.gcount()));
+    return s.hex_digest();
+}
+
+std::string sha256_fd_hex(int fd)
+{
+    Sha256 s;
+    std::vector<uint8_t> buf(1 << 16);
+    off_t offset = 0;
+    for (;;) {
+        ssize_t n = pread(fd, buf.data(), buf.size(), offset);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw std::runtime_error(std::string("cannot read it to take its SHA-256: ") + std::strerror(errno));
+        if (n == 0) break;
+        s.update(buf.data(), static_cast<size_t>(n));
+        offset += n;
+    }
     return s.hex_digest();
 }
 

@@ -11,8 +11,9 @@
  * Load rules (defined in share/doc/kvblob/contract.md, "Loading a plugin";
  * repeated here): the loader's refusals name one of these ids, the stage
  * (open, entry, negotiate, validate, init), the file and the reason.
- *   R-LOAD-1  The file is a shared object the dynamic linker can load with
- *             RTLD_NOW (stage open; the dlerror() text is quoted).
+ *   R-LOAD-1  The file is a regular file holding all its loadable segments,
+ *             a shared object the dynamic linker can load with RTLD_NOW
+ *             (stage open; the dlerror() text is quoted).
  *   R-LOAD-2  It exports KVBLOB_ENTRY_SYMBOL (stage entry).
  *   R-LOAD-3  The entry returns KVBLOB_OK, a non-NULL table, and an ABI
  *             version inside the offered range (stage negotiate).
@@ -30,11 +31,15 @@
  *   R-LOAD-9  An open that fails returns a status other than KVBLOB_OK, a
  *             NULL driver and a message (stage init; R-OPN-1 when the
  *             status is KVBLOB_E_BAD_OPTION).
- *   R-LOAD-10 The file is not world-writable, and is owned by root or by the
- *             loading process's user, unless the engine allows it (stage
- *             open, before any of its code runs).
+ *   R-LOAD-10 The file, and its folder unless sticky, is not world-writable,
+ *             and the file is owned by root or by the loading process's
+ *             user, unless the engine allows it (stage open, before any of
+ *             its code runs).
  *   R-LOAD-11 When the engine pins the file's SHA-256, the file has it
  *             (stage open).
+ *   R-LOAD-12 An extension the host reads (kvblob.scenarios/1) lies, all its
+ *             struct_size bytes, in a loaded segment of the plugin's own
+ *             image: a static object (stage init).
  */
 #ifndef KVBLOB_ENTRY_H
 #define KVBLOB_ENTRY_H

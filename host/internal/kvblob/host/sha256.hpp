@@ -20,4 +20,9 @@ std::string sha256_hex(std::string_view bytes);
 // the file when it cannot be read.
 std::string sha256_file_hex(const std::filesystem::path &file);
 
+// Lowercase hex digest of everything an open file descriptor holds, read
+// from offset 0 with pread (the descriptor's offset is left alone); throws
+// std::runtime_error when it cannot be read.
+std::string sha256_fd_hex(int fd);
+
 }  // namespace kvblob

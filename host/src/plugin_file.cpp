@@ -1,0 +1,149 @@
+#include "plugin_file.hpp"
+
+#include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "elf_check.hpp"
+#include "kvblob/host/sha256.hpp"
+
+namespace kvblob {
+
+namespace fs = std::filesystem;
+
+Fd &Fd::operator=(Fd &&other) noexcept
+{
+    if (this != &other) {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = other.release();
+    }
+    return *this;
+}
+
+Fd::~Fd()
+{
+    if (fd_ >= 0) ::close(fd_);
+}
+
+std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+bool loaded_under(const std::string &name)
+{
+    struct Search {
+        const std::string *name;
+        bool found;
+    } search{&name, false};
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t, void *data) {
+            auto *s = static_cast<Search *>(data);
+            if (info->dlpi_name && *s->name == info->dlpi_name) s->found = true;
+            return s->found ? 1 : 0;
+        },
+        &search);
+    return search.found;
+}
+
+namespace {
+
+std::string kind_of(mode_t mode)
+{
+    if (S_ISDIR(mode)) return "a folder";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    return "not a regular file";
+}
+
+std::string octal(mode_t mode)
+{
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+    return buf;
+}
+
+}  // namespace
+
+PluginFile open_plugin_file(const std::string &file, const LoadOptions &options)
+{
+    auto refuse = [&](const std::string &rule, const std::string &why) {
+        throw LoadError(file, LoadStage::open, {{rule, why}});
+    };
+    auto failed = [](const char *what) { return std::string(what) + ": " + std::strerror(errno); };
+
+    // Links are resolved once, here; from then on every step works from a
+    // descriptor, so nothing is looked up by name twice.
+    std::error_code ec;
+    const fs::path real = fs::canonical(file, ec);
+    if (ec) refuse("R-LOAD-1", "no such file (" + ec.message() + ")");
+    const std::string resolved = real.string() == file ? "" : " (resolved to " + real.string() + ")";
+    const std::string folder = real.parent_path().string();
+
+    Fd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) refuse("R-LOAD-1", failed(("cannot open its folder " + folder).c_str()));
+    // O_PATH opens nothing for reading: a FIFO or a device is named, never
+    // opened (an open of a FIFO waits for a writer forever).
+    Fd node(::openat(dir.get(), real.filename().c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!node) refuse("R-LOAD-1", failed(("cannot open it" + resolved).c_str()));
+    struct stat st {};
+    if (fstat(node.get(), &st) != 0) refuse("R-LOAD-1", failed(("cannot stat it" + resolved).c_str()));
+    if (!S_ISREG(st.st_mode))
+        refuse("R-LOAD-1", "it is " + kind_of(st.st_mode) + resolved + ", not a regular file: not a shared object");
+    // Reopened for reading through the descriptor, so it is the same inode.
+    Fd fd(::open(descriptor_path(node.get()).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) refuse("R-LOAD-1", failed(("cannot open it for reading" + resolved).c_str()));
+    struct stat st2 {};
+    if (fstat(fd.get(), &st2) != 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino)
+        refuse("R-LOAD-1", "it changed while it was being opened" + resolved);
+
+    std::vector<LoadProblem> problems;
+    if (!options.allow_untrusted_file) {
+        const std::string allow = " (allow_untrusted_file to load it anyway)";
+        if (st2.st_mode & S_IWOTH)
+            problems.push_back({"R-LOAD-10", "the file" + resolved + " is world-writable (mode " +
+                                                 octal(st2.st_mode) + "): anyone could have replaced its code" +
+                                                 allow});
+        if (st2.st_uid != 0 && st2.st_uid != geteuid())
+            problems.push_back({"R-LOAD-10", "the file" + resolved + " is owned by user " +
+                                                 std::to_string(st2.st_uid) + ", neither root nor this process's user " +
+                                                 std::to_string(geteuid()) + allow});
+        struct stat dst {};
+        if (fstat(dir.get(), &dst) != 0)
+            problems.push_back({"R-LOAD-10", failed(("cannot stat its folder " + folder).c_str())});
+        else if ((dst.st_mode & S_IWOTH) && !(dst.st_mode & S_ISVTX))
+            problems.push_back({"R-LOAD-10", "its folder " + folder + " is writable by others and not sticky (mode " +
+                                                 octal(dst.st_mode) + "): anyone could replace the file" + allow});
+    }
+    if (!options.expected_sha256.empty()) {
+        try {
+            const std::string actual = sha256_fd_hex(fd.get());
+            if (actual != options.expected_sha256)
+                problems.push_back({"R-LOAD-11", "its SHA-256" + resolved + " is " + actual + ", not the pinned " +
+                                                     options.expected_sha256});
+        } catch (const std::runtime_error &e) {
+            problems.push_back({"R-LOAD-11", e.what()});
+        }
+    }
+    if (!problems.empty()) throw LoadError(file, LoadStage::open, std::move(problems));
+
+    if (auto why = elf_segments_problem(fd.get(), st2.st_size); !why.empty()) refuse("R-LOAD-1", why + resolved);
+
+    // A name an earlier object still holds (one dlclose could not unload,
+    // its descriptor since closed) would make dlopen answer with that
+    // object: move to a descriptor number no loaded object was loaded under.
+    while (loaded_under(descriptor_path(fd.get()))) {
+        Fd higher(fcntl(fd.get(), F_DUPFD_CLOEXEC, fd.get() + 1));
+        if (!higher) refuse("R-LOAD-1", failed("cannot duplicate its descriptor"));
+        fd = std::move(higher);
+    }
+    return PluginFile{std::move(fd)};
+}
+
+}  // namespace kvblob
