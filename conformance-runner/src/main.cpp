@@ -214,10 +214,6 @@ int main(int argc, char **argv)
         }
         json_header(json_out, {probe, sha256, prefix, seed, shown_options, redact_words(self_args, probe.secret_options)});
     }
-    std::cout << "kvblob-conformance " << release_version() << ": driver " << probe.name << " "
-              << probe.version << " (" << probe.path << ", sha256 " << sha256.substr(0, 16)
-              << "...), seed " << seed << "\n";
-
     // SIGINT and SIGTERM end the run after killing the check in progress:
     // the summary is still printed, and the exit code says incomplete.
     struct sigaction stop {};
@@ -225,6 +221,12 @@ int main(int argc, char **argv)
     sigemptyset(&stop.sa_mask);
     sigaction(SIGINT, &stop, nullptr);
     sigaction(SIGTERM, &stop, nullptr);
+    // The header comes once the handlers are in place (and is flushed), so a
+    // supervisor that waits for it may interrupt the run from then on.
+    std::cout << "kvblob-conformance " << release_version() << ": driver " << probe.name << " "
+              << probe.version << " (" << probe.path << ", sha256 " << sha256.substr(0, 16)
+              << "...), seed " << seed << "\n"
+              << std::flush;
 
     // The command that reruns one check exactly: the same driver, options,
     // seed and timeout.

@@ -24,7 +24,15 @@ echo "$out" | grep -q '^\[PASS\] admission.no-rows$' || fail "the check after th
 # Interrupted while a check hangs: the summary still comes, exit 4.
 "$runner" --driver "$hanging" --timeout 60 --filter 'data.round-trip.one-row' > interrupted.out 2>&1 &
 pid=$!
-sleep 1
+# The runner prints its header once its SIGTERM handler is in place: wait for
+# that line (however long a loaded machine takes), not for a guessed time.
+waited=0
+until grep -q '^kvblob-conformance .*: driver ' interrupted.out 2>/dev/null; do
+  kill -0 "$pid" 2>/dev/null || { out=$(cat interrupted.out); fail "the runner ended before its header"; }
+  waited=$((waited + 1))
+  [ "$waited" -lt 6000 ] || { kill -KILL "$pid"; out=$(cat interrupted.out); fail "no header within 300 s"; }
+  sleep 0.05
+done
 kill -TERM "$pid"
 wait "$pid"
 status=$?

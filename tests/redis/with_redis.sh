@@ -37,7 +37,8 @@ start_server() {
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
       --logfile "$dir/log" "${extra[@]}" >/dev/null 2>&1 &
     pid=$!
-    for _ in $(seq 1 100); do
+    # Ready when it answers PING (bounded: 60 s on a loaded machine).
+    for _ in $(seq 1 1200); do
       if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
         pids+=("$pid")
         return 0
@@ -74,7 +75,8 @@ cluster)
   done
   redis-cli --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes >"$work/create.log" 2>&1 ||
     { cat "$work/create.log" >&2; exit 1; }
-  for _ in $(seq 1 100); do
+  # Ready when every node says cluster_state:ok (bounded: 60 s).
+  for _ in $(seq 1 600); do
     ok=1
     for p in "${ports[@]}"; do
       redis-cli -p "$p" cluster info | grep -q 'cluster_state:ok' || ok=0
@@ -82,6 +84,7 @@ cluster)
     [ "$ok" = 1 ] && break
     sleep 0.1
   done
+  [ "$ok" = 1 ] || { echo "with_redis.sh: the cluster is not ok after 60 s" >&2; exit 1; }
   KVBLOB_REDIS_URL=$(printf 'redis://127.0.0.1:%s,' "${ports[@]}")
   export KVBLOB_REDIS_URL=${KVBLOB_REDIS_URL%,}
   ;;
