@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "checks_common.hpp"
+#include "kvblob/host/keep_alive.hpp"
 
 namespace kvblob::conformance {
 
@@ -58,6 +59,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                        auto d = c.open();
                        auto *buf = new GuardedBuffer(4096);  // kept alive for good: access never proven
                        buf->leak();
+                       kvblob::keep_alive_for_good(buf);
                        c.note("kept 4096 bytes of caller memory alive on purpose: the driver never proved its access "
                               "ended (R-REG-2)");
                        auto r = c.reg(d, *buf);
@@ -272,6 +274,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                        // Leaked on purpose: once closed, the handle is dead and no
                        // destructor may touch it again.
                        auto &d = *new Driver(c.open());
+                       kvblob::keep_alive_for_good(&d);
                        expect(d.table().close(d.handle()) != KVBLOB_OK, "R-CLS-1",
                               "close succeeded before drain (no region registered)");
                        GuardedBuffer buf(64);

@@ -12,6 +12,7 @@
 
 #include "answers.hpp"
 #include "driver_core.hpp"
+#include "kvblob/host/keep_alive.hpp"
 #include "memory_kind.hpp"
 
 namespace kvblob {
@@ -119,8 +120,12 @@ DriverCore::Services::~Services()
 DriverCore::~DriverCore()
 {
     if (handle) shutdown(default_shutdown_timeout);
-    // A driver still open may log through what it was lent at open: keep it.
-    if (handle) (void)services_.release();
+    // A driver still open may log through what it was lent at open: keep it,
+    // and the driver itself, for the life of the process.
+    if (handle) {
+        keep_alive_for_good(services_.release());
+        keep_alive_for_good(handle);
+    }
 }
 
 void DriverCore::adopt(kvblob_driver_t *h, const kvblob_caps_t &c)

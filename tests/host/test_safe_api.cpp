@@ -9,6 +9,7 @@
 
 #include "fixtures/spy.hpp"
 #include "kvblob/host/batch.hpp"
+#include "kvblob/host/keep_alive.hpp"
 #include "kvblob/host/plugin.hpp"
 
 // batch.hpp's helpers, in namespace kvblob like all of the public API.
@@ -180,6 +181,7 @@ TEST_CASE("unprovable access pins the region for good, shutdown frees nothing, a
     const auto keep_loaded = kvblob::Plugin::load(KVBLOB_FIXTURE_DIR "/libkvblob_spy.so");  // its counters stay
     // The memory stays alive for the life of the process, on purpose.
     auto *memory = new std::vector<uint8_t>(4096, 7);
+    kvblob::keep_alive_for_good(memory);
     std::string log;
     uint64_t unregisters = 0, closes = 0;
     {
