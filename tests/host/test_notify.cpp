@@ -14,6 +14,8 @@
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/plugin.hpp"
 
+using kvblob::Batch;
+using kvblob::make_span;
 using kvblob::OpKind;
 using namespace std::chrono_literals;
 
