@@ -353,10 +353,15 @@ void add_admission_checks(std::vector<Check> &out)
                        expect(c.run_one(d, OpKind::put, k, {make_span(r, 0, 1024)}) == KVBLOB_ROW_READY, "R-ROW-1",
                               "put not READY");
                        c.stage(d, "stage_held_get", k, "R-ADM-10");
+                       // Each held get fills its own slot: gets sharing one
+                       // destination would race with each other, not with
+                       // the rule under test.
+                       GuardedBuffer held_dst(1024 * limit);
+                       auto rh = c.reg(d, held_dst);
                        std::vector<kvblob_op_t *> held;
                        for (uint64_t i = 0; i < limit; ++i) {
                            Batch b;
-                           b.row(k, {make_span(r, 0, 1024)});
+                           b.row(k, {make_span(rh, i * 1024, 1024)});
                            held.push_back(c.admit(d, OpKind::get, b));
                        }
                        Batch over;
