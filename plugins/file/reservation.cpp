@@ -24,6 +24,11 @@ std::chrono::milliseconds age_of(const struct stat &st)
 
 FileId id_of(const struct stat &st) { return {st.st_dev, st.st_ino}; }
 
+// A claim its writer gave up without publishing carries this mtime, the
+// epoch: stale for every expiry, and recognisable by a breaker that put the
+// file back after its writer could not find it (remove_if_same).
+bool abandoned(const struct stat &st) { return st.st_mtim.tv_sec == 0 && st.st_mtim.tv_nsec == 0; }
+
 // Removes the file at path only if it is the file id: renamed aside to a
 // name no one else uses first, so the look and the removal concern one
 // file whatever lands at path meanwhile. A different file found aside (a
@@ -32,6 +37,11 @@ FileId id_of(const struct stat &st) { return {st.st_dev, st.st_ino}; }
 // one is removed after all, and its writer, finding its file without a
 // name, publishes nothing. The caller holds id's file open, so its inode is
 // not reused.
+//
+// While a claim stands aside its writer cannot find it by name: a writer
+// that publishes or gives up in that moment leaves the name to whoever put
+// the file back. So after putting it back, a file that was published
+// meanwhile (a second name) or abandoned (its mark) is removed here.
 bool remove_if_same(const std::string &path, FileId id)
 {
     static std::atomic<uint64_t> sequence{0};
@@ -42,11 +52,17 @@ bool remove_if_same(const std::string &path, FileId id)
     // made a new claim): left alone. The rename below settles the rest.
     if (::lstat(path.c_str(), &st) != 0 || !(id_of(st) == id)) return false;
     if (::rename(path.c_str(), aside.c_str()) != 0) return false;  // gone already
-    const bool same = ::lstat(aside.c_str(), &st) == 0 && id_of(st) == id;
+    // Held open from here, so what is looked at after the put-back is the
+    // same file, and its inode is not reused meanwhile.
+    UniqueFd found(::open(aside.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    const bool looked = found ? ::fstat(found.get(), &st) == 0 : ::lstat(aside.c_str(), &st) == 0;
+    const bool same = looked && id_of(st) == id;
     // Put back unless its writer published it meanwhile (a second link):
     // that claim's name would outlive its writer.
-    if (!same && st.st_nlink == 1) ::link(aside.c_str(), path.c_str());
+    const bool put_back = looked && !same && st.st_nlink == 1 && ::link(aside.c_str(), path.c_str()) == 0;
     ::unlink(aside.c_str());
+    if (put_back && found && ::fstat(found.get(), &st) == 0 && (st.st_nlink > 1 || abandoned(st)))
+        remove_if_same(path, id_of(st));
     return same;
 }
 
@@ -182,6 +198,10 @@ Reservation::~Reservation()
     const nlink_t object_names = published_ ? 1 : 0;
     if (!path_.empty() && (::fstat(fd_.get(), &st) != 0 || st.st_nlink > object_names)) {
         if (!published_) {
+            // Marked first: should the claim stand aside in a breaker's
+            // hands now, that breaker finds the mark once it puts it back.
+            const timespec epoch[2] = {{0, 0}, {0, 0}};
+            ::futimens(fd_.get(), epoch);
             remove_if_same(path_, id_);
         } else if (::lstat(path_.c_str(), &st) == 0 && id_of(st) == id_) {
             // Published: a plain unlink after the look. Should a claim made
