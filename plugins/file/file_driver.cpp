@@ -23,8 +23,7 @@ namespace kvblob::file {
 
 using support::trailer_size;
 
-extern const kvblob_option_desc_t *const file_options;
-extern const uint64_t file_option_count;
+extern const support::OptionTable file_options;  // plugin.cpp
 
 namespace {
 
@@ -111,7 +110,7 @@ std::string strip_trailing_slashes(std::string path)
 
 std::unique_ptr<FileDriver> FileDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
 {
-    support::ParsedOptions o(file_options, file_option_count, args);
+    support::ParsedOptions o(file_options, args);
     Settings s;
     s.root = strip_trailing_slashes(o.text("root"));
     if (s.root.empty())
@@ -144,10 +143,10 @@ std::unique_ptr<FileDriver> FileDriver::open(const kvblob_open_args_t &args, kvb
 
 FileDriver::FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings,
                        unsigned workers)
-    : DriverBase(caps, host), settings_(std::move(settings))
+    : QueuedDriver(caps, host), settings_(std::move(settings))
 {
     if (settings_.capacity) used_ = stored_bytes(settings_.root);
-    workers_.start(workers);
+    start_workers(workers);
 }
 
 FileDriver::~FileDriver()
@@ -158,15 +157,7 @@ FileDriver::~FileDriver()
     release_staged();
 }
 
-void FileDriver::stop() { workers_.stop(); }
-
 // ---- execution ------------------------------------------------------------
-
-void FileDriver::start(Op &op)
-{
-    if (held_gets_.park(op)) return;
-    workers_.push([this, &op] { run(op); });
-}
 
 void FileDriver::run(Op &op)
 {
@@ -433,12 +424,6 @@ kvblob_status FileDriver::stage_failing_read(const std::string &key)
     return KVBLOB_OK;
 }
 
-kvblob_status FileDriver::stage_held_get(const std::string &key)
-{
-    held_gets_.stage(key);
-    return KVBLOB_OK;
-}
-
 kvblob_status FileDriver::stage_corrupt(const std::string &key)
 {
     const ObjectPaths p = paths(key);
@@ -463,7 +448,7 @@ kvblob_status FileDriver::release_staged()
         ::rmdir(object.c_str());
         ::rename((object + ".aside").c_str(), object.c_str());
     }
-    for (Op *op : held_gets_.release()) workers_.push([this, op] { run(*op); });
+    release_held_gets();
     return KVBLOB_OK;
 }
 

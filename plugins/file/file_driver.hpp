@@ -10,9 +10,7 @@
 // published one is never rewritten (R-ROW-7).
 #pragma once
 
-#include <kvblob/support/driver_base.hpp>
-#include <kvblob/support/held_gets.hpp>
-#include <kvblob/support/work_queue.hpp>
+#include <kvblob/support/queued_driver.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -39,7 +37,7 @@ struct Settings {
     std::chrono::milliseconds reservation_expiry{30000};
 };
 
-class FileDriver : public support::DriverBase {
+class FileDriver : public support::QueuedDriver {
 public:
     static std::unique_ptr<FileDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
     ~FileDriver() override;
@@ -48,28 +46,16 @@ public:
     kvblob_status stage_foreign_writer(const std::string &key);
     kvblob_status stage_full_pool();
     kvblob_status stage_failing_read(const std::string &key);
-    kvblob_status stage_held_get(const std::string &key);
     kvblob_status stage_corrupt(const std::string &key);
     kvblob_status release_staged();
 
 protected:
-    void start(Op &op) override;
-    void stop() override;
-    // A held get has not started: cancel ends it whole (R-CAN-1).
-    void on_cancel(Op &op) override
-    {
-        if (held_gets_.take(op)) cancel_unstarted(op);
-    }
+    void run(Op &op) override;
 
 private:
     FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings, unsigned workers);
 
-    struct Outcome {
-        kvblob_row_result result;
-        int32_t code = 0;
-        std::string message;
-    };
-    void run(Op &op);
+    using Outcome = support::RowOutcome;
     Outcome put(const support::Row &row);
     Outcome get(const support::Row &row);
     Outcome probe(const support::Row &row);
@@ -82,13 +68,11 @@ private:
 
     const Settings settings_;
     std::atomic<uint64_t> used_{0};  // bytes this driver knows stored (the quota)
-    support::WorkQueue workers_;
 
     // Staged scenarios: paths under hooks_mu_; the held gets keep their own.
     std::mutex hooks_mu_;
     std::vector<std::string> planted_reservations_;
     std::vector<std::string> blocked_objects_;  // a directory stands where the object was
-    support::HeldGets held_gets_;
     std::atomic<bool> pool_full_{false};
 };
 

@@ -1,6 +1,6 @@
 // libkvblob_file.so: the option table, the scenario hooks and the entry.
 #include <kvblob/support/limits.hpp>
-#include <kvblob/support/plugin_glue.hpp>
+#include <kvblob/support/plugin_entry.hpp>
 
 #include "file_driver.hpp"
 
@@ -31,21 +31,14 @@ constexpr std::array<kvblob_option_desc_t, 7> own_options = {{
 
 constexpr auto all_options = support::join(own_options, support::limit_options());
 
+constexpr support::Plugin<FileDriver, all_options> plugin(
+    "file", "0.1.0", "One file per object under a directory, local or on a shared POSIX filesystem.");
+
 }  // namespace
 
-extern const kvblob_option_desc_t *const file_options = all_options.data();
-extern const uint64_t file_option_count = all_options.size();
-
-namespace {
-constexpr auto all_option_flags = support::option_flags(all_options);
-constexpr support::PluginTables plugin_tables = support::tables<FileDriver>(
-    "file", "0.1.0", "One file per object under a directory, local or on a shared POSIX filesystem.",
-    all_options.data(), all_options.size(), true, true, all_option_flags.data());
-}  // namespace
+// Read by FileDriver::open.
+extern const support::OptionTable file_options = plugin.options();
 
 }  // namespace kvblob::file
 
-extern "C" KVBLOB_EXPORT kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
-{
-    return kvblob::support::negotiate(n, kvblob::file::plugin_tables);
-}
+KVBLOB_SUPPORT_PLUGIN_ENTRY(kvblob::file::plugin)

@@ -33,12 +33,11 @@ namespace {
 using support::crc32c;
 using support::trailer_size;
 
-extern const kvblob_option_desc_t *const memory_options;
-extern const uint64_t memory_option_count;
+extern const support::OptionTable memory_options;  // plugin.cpp
 
 std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
 {
-    support::ParsedOptions o(memory_options, memory_option_count, args);
+    support::ParsedOptions o(memory_options, args);
     const std::string &mode_text = o.text("mode");
     Mode mode = mode_text == "blocking" ? Mode::blocking : mode_text == "controlled" ? Mode::controlled : Mode::background;
     const unsigned workers = support::worker_count(o);

@@ -1,6 +1,6 @@
 // libkvblob_memory.so: the option table, the scenario hooks and the entry.
 #include <kvblob/support/limits.hpp>
-#include <kvblob/support/plugin_glue.hpp>
+#include <kvblob/support/plugin_entry.hpp>
 
 #include "memory_driver.hpp"
 
@@ -26,21 +26,14 @@ constexpr std::array<kvblob_option_desc_t, 5> own_options = {{
 
 constexpr auto all_options = support::join(own_options, support::limit_options());
 
+constexpr support::Plugin<MemoryDriver, all_options> plugin(
+    "memory", "0.1.0", "The reference in-process store: every contract rule, executable.");
+
 }  // namespace
 
-extern const kvblob_option_desc_t *const memory_options = all_options.data();
-extern const uint64_t memory_option_count = all_options.size();
-
-namespace {
-constexpr auto all_option_flags = support::option_flags(all_options);
-constexpr support::PluginTables plugin_tables = support::tables<MemoryDriver>(
-    "memory", "0.1.0", "The reference in-process store: every contract rule, executable.", all_options.data(),
-    all_options.size(), true, true, all_option_flags.data());
-}  // namespace
+// Read by MemoryDriver::open.
+extern const support::OptionTable memory_options = plugin.options();
 
 }  // namespace kvblob::memory
 
-extern "C" KVBLOB_EXPORT kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
-{
-    return kvblob::support::negotiate(n, kvblob::memory::plugin_tables);
-}
+KVBLOB_SUPPORT_PLUGIN_ENTRY(kvblob::memory::plugin)

@@ -12,12 +12,11 @@
 
 namespace kvblob::mooncake {
 
-extern const kvblob_option_desc_t *const mooncake_options;
-extern const uint64_t mooncake_option_count;
+extern const support::OptionTable mooncake_options;  // plugin.cpp
 
 std::unique_ptr<MooncakeDriver> MooncakeDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
 {
-    support::ParsedOptions o(mooncake_options, mooncake_option_count, args);
+    support::ParsedOptions o(mooncake_options, args);
     const unsigned workers = support::worker_count(o);
     const uint64_t replicas = support::positive(o, "replica_num");
     caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE;
@@ -64,10 +63,10 @@ std::unique_ptr<MooncakeDriver> MooncakeDriver::open(const kvblob_open_args_t &a
 MooncakeDriver::MooncakeDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
                                std::unique_ptr<StoreLibrary> library, mooncake_store_t store, unsigned replicas,
                                std::string prefix, unsigned workers, std::chrono::milliseconds lease_wait)
-    : DriverBase(caps, host), library_(std::move(library)), api_(library_->api()), store_(store),
+    : QueuedDriver(caps, host), library_(std::move(library)), api_(library_->api()), store_(store),
       replicas_(replicas), prefix_(std::move(prefix)), lease_wait_(lease_wait)
 {
-    workers_.start(workers);
+    start_workers(workers);
 }
 
 MooncakeDriver::~MooncakeDriver()
@@ -76,8 +75,6 @@ MooncakeDriver::~MooncakeDriver()
     if (api_.fake_stage) api_.fake_stage(store_, "release", "");
     api_.destroy(store_);
 }
-
-void MooncakeDriver::stop() { workers_.stop(); }
 
 kvblob_status MooncakeDriver::store_register(support::Region &region, std::string &why)
 {
@@ -136,12 +133,6 @@ std::string MooncakeDriver::store_key(const std::string &key) const
 }
 
 // ---- execution ------------------------------------------------------------
-
-void MooncakeDriver::start(Op &op)
-{
-    if (held_gets_.park(op)) return;
-    workers_.push([this, &op] { run(op); });
-}
 
 void MooncakeDriver::run(Op &op)
 {
@@ -304,16 +295,10 @@ kvblob_status MooncakeDriver::stage(const char *what, const std::string &key)
                                                                                           : KVBLOB_E_INVALID;
 }
 
-kvblob_status MooncakeDriver::stage_held_get(const std::string &key)
-{
-    held_gets_.stage(key);
-    return KVBLOB_OK;
-}
-
 kvblob_status MooncakeDriver::release_staged()
 {
     const kvblob_status st = stage("release", {});
-    for (Op *op : held_gets_.release()) workers_.push([this, op] { run(*op); });
+    release_held_gets();
     return st;
 }
 

@@ -14,9 +14,7 @@
 // rests on the store's guarantees (README.md in this folder says which).
 #pragma once
 
-#include <kvblob/support/driver_base.hpp>
-#include <kvblob/support/held_gets.hpp>
-#include <kvblob/support/work_queue.hpp>
+#include <kvblob/support/queued_driver.hpp>
 
 #include <chrono>
 #include <map>
@@ -33,7 +31,7 @@ namespace kvblob::mooncake {
 using support::Op;
 using support::OpKind;
 
-class MooncakeDriver : public support::DriverBase {
+class MooncakeDriver : public support::QueuedDriver {
 public:
     static std::unique_ptr<MooncakeDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
     ~MooncakeDriver() override;
@@ -47,17 +45,10 @@ public:
     kvblob_status stage_full_pool() { return stage("full_pool", {}); }
     kvblob_status stage_failing_read(const std::string &key) { return stage("failing_read", key); }
     kvblob_status stage_unprovable(const std::string &key) { return stage("unprovable", key); }
-    kvblob_status stage_held_get(const std::string &key);
     kvblob_status release_staged();
 
 protected:
-    void start(Op &op) override;
-    void stop() override;
-    // A held get has not started: cancel ends it whole (R-CAN-1).
-    void on_cancel(Op &op) override
-    {
-        if (held_gets_.take(op)) cancel_unstarted(op);
-    }
+    void run(Op &op) override;
     kvblob_status store_register(support::Region &region, std::string &why) override;
     void store_unregister(support::Region &region) override;
 
@@ -76,7 +67,6 @@ private:
     };
     BatchArgs batch_args(const Op &op, const std::vector<size_t> &rows) const;
 
-    void run(Op &op);
     void put(Op &op, const std::vector<size_t> &rows);
     void get(Op &op, const std::vector<size_t> &rows);
     void probe(Op &op, const std::vector<size_t> &rows);
@@ -97,11 +87,9 @@ private:
     const unsigned replicas_;
     const std::string prefix_;
     const std::chrono::milliseconds lease_wait_;
-    support::WorkQueue workers_;
     // The ranges registered with the store (base -> size).
     std::mutex registered_mu_;
     std::map<uintptr_t, size_t> registered_;
-    support::HeldGets held_gets_;
 };
 
 }  // namespace kvblob::mooncake

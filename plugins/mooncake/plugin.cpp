@@ -1,6 +1,6 @@
 // libkvblob_mooncake.so: the option table and the entry.
 #include <kvblob/support/limits.hpp>
-#include <kvblob/support/plugin_glue.hpp>
+#include <kvblob/support/plugin_entry.hpp>
 
 #include "mooncake_driver.hpp"
 
@@ -34,21 +34,14 @@ constexpr std::array<kvblob_option_desc_t, 12> own_options = {{
 constexpr auto all_options =
     support::join(own_options, support::limit_options({"65536", "1", "1024", "4G", "4096"}));
 
+constexpr support::Plugin<MooncakeDriver, all_options> plugin(
+    "mooncake", "0.1.0", "Mooncake store, the distributed KV-cache pool, through its C API (dlopen'd at open).");
+
 }  // namespace
 
-extern const kvblob_option_desc_t *const mooncake_options = all_options.data();
-extern const uint64_t mooncake_option_count = all_options.size();
-
-namespace {
-constexpr auto all_option_flags = support::option_flags(all_options);
-constexpr support::PluginTables plugin_tables = support::tables<MooncakeDriver>(
-    "mooncake", "0.1.0", "Mooncake store, the distributed KV-cache pool, through its C API (dlopen'd at open).",
-    all_options.data(), all_options.size(), true, true, all_option_flags.data());
-}  // namespace
+// Read by MooncakeDriver::open.
+extern const support::OptionTable mooncake_options = plugin.options();
 
 }  // namespace kvblob::mooncake
 
-extern "C" KVBLOB_EXPORT kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
-{
-    return kvblob::support::negotiate(n, kvblob::mooncake::plugin_tables);
-}
+KVBLOB_SUPPORT_PLUGIN_ENTRY(kvblob::mooncake::plugin)

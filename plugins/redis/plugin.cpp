@@ -1,6 +1,6 @@
 // libkvblob_redis.so: the option table, the scenario hooks and the entry.
 #include <kvblob/support/limits.hpp>
-#include <kvblob/support/plugin_glue.hpp>
+#include <kvblob/support/plugin_entry.hpp>
 
 #include "redis_driver.hpp"
 
@@ -29,21 +29,14 @@ constexpr std::array<kvblob_option_desc_t, 10> own_options = {{
 
 constexpr auto all_options = support::join(own_options, support::limit_options({"65536", "64", "1024", "536870872", "4096"}));
 
+constexpr support::Plugin<RedisDriver, all_options> plugin(
+    "redis", "0.1.0", "Objects as Redis strings with a CRC32C trailer, on one server or a Redis Cluster.", {"password"});
+
 }  // namespace
 
-extern const kvblob_option_desc_t *const redis_options = all_options.data();
-extern const uint64_t redis_option_count = all_options.size();
-
-namespace {
-constexpr auto all_option_flags = support::option_flags(all_options, {"password"});
-constexpr support::PluginTables plugin_tables = support::tables<RedisDriver>(
-    "redis", "0.1.0", "Objects as Redis strings with a CRC32C trailer, on one server or a Redis Cluster.",
-    all_options.data(), all_options.size(), true, true, all_option_flags.data());
-}  // namespace
+// Read by RedisDriver::open.
+extern const support::OptionTable redis_options = plugin.options();
 
 }  // namespace kvblob::redis
 
-extern "C" KVBLOB_EXPORT kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
-{
-    return kvblob::support::negotiate(n, kvblob::redis::plugin_tables);
-}
+KVBLOB_SUPPORT_PLUGIN_ENTRY(kvblob::redis::plugin)

@@ -13,8 +13,7 @@ namespace kvblob::redis {
 
 using support::trailer_size;
 
-extern const kvblob_option_desc_t *const redis_options;
-extern const uint64_t redis_option_count;
+extern const support::OptionTable redis_options;  // plugin.cpp
 
 namespace {
 
@@ -91,7 +90,7 @@ bool contains(const redisReply &r, const char *text)
 
 std::unique_ptr<RedisDriver> RedisDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
 {
-    support::ParsedOptions o(redis_options, redis_option_count, args);
+    support::ParsedOptions o(redis_options, args);
     Settings s;
     s.seeds = parse_urls(o.text("url"));
     s.prefix = o.text("prefix");
@@ -155,10 +154,10 @@ std::unique_ptr<RedisDriver> RedisDriver::open(const kvblob_open_args_t &args, k
 
 RedisDriver::RedisDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings,
                          ConnectSettings connect, SlotMap slots, unsigned workers)
-    : DriverBase(caps, host), settings_(std::move(settings)), pool_(std::move(connect)),
+    : QueuedDriver(caps, host), settings_(std::move(settings)), pool_(std::move(connect)),
       slots_(std::make_shared<const SlotMap>(std::move(slots)))
 {
-    workers_.start(workers);
+    start_workers(workers);
 }
 
 RedisDriver::~RedisDriver()
@@ -166,8 +165,6 @@ RedisDriver::~RedisDriver()
     stop();
     restore_server();  // leaves the servers as they were
 }
-
-void RedisDriver::stop() { workers_.stop(); }
 
 std::shared_ptr<const SlotMap> RedisDriver::slots() const
 {
@@ -194,12 +191,6 @@ void RedisDriver::refresh_slots()
 }
 
 // ---- execution ------------------------------------------------------------
-
-void RedisDriver::start(Op &op)
-{
-    if (held_gets_.park(op)) return;
-    workers_.push([this, &op] { run(op); });
-}
 
 void RedisDriver::run(Op &op)
 {
@@ -437,12 +428,6 @@ kvblob_status RedisDriver::stage_failing_read(const std::string &key)
     return KVBLOB_OK;
 }
 
-kvblob_status RedisDriver::stage_held_get(const std::string &key)
-{
-    held_gets_.stage(key);
-    return KVBLOB_OK;
-}
-
 kvblob_status RedisDriver::stage_corrupt(const std::string &key)
 {
     const std::string k = redis_key(key);
@@ -457,7 +442,7 @@ kvblob_status RedisDriver::stage_corrupt(const std::string &key)
 kvblob_status RedisDriver::release_staged()
 {
     const kvblob_status status = restore_server();
-    for (Op *op : held_gets_.release()) workers_.push([this, op] { run(*op); });
+    release_held_gets();
     return status;
 }
 

@@ -21,9 +21,7 @@
 // command_timeout_ms plus the time to fail the rest of the batch.
 #pragma once
 
-#include <kvblob/support/driver_base.hpp>
-#include <kvblob/support/held_gets.hpp>
-#include <kvblob/support/work_queue.hpp>
+#include <kvblob/support/queued_driver.hpp>
 
 #include <map>
 #include <memory>
@@ -40,7 +38,7 @@ namespace kvblob::redis {
 using support::Op;
 using support::OpKind;
 
-class RedisDriver : public support::DriverBase {
+class RedisDriver : public support::QueuedDriver {
 public:
     static std::unique_ptr<RedisDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
     ~RedisDriver() override;
@@ -48,18 +46,11 @@ public:
     // kvblob.scenarios/1: what a Redis server can stage.
     kvblob_status stage_full_pool();
     kvblob_status stage_failing_read(const std::string &key);
-    kvblob_status stage_held_get(const std::string &key);
     kvblob_status stage_corrupt(const std::string &key);
     kvblob_status release_staged();
 
 protected:
-    void start(Op &op) override;
-    void stop() override;
-    // A held get has not started: cancel ends it whole (R-CAN-1).
-    void on_cancel(Op &op) override
-    {
-        if (held_gets_.take(op)) cancel_unstarted(op);
-    }
+    void run(Op &op) override;
 
 private:
     struct Settings {
@@ -70,12 +61,7 @@ private:
     RedisDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings,
                 ConnectSettings connect, SlotMap slots, unsigned workers);
 
-    struct Outcome {
-        kvblob_row_result result;
-        int32_t code = 0;
-        std::string message;
-    };
-    void run(Op &op);
+    using Outcome = support::RowOutcome;
     // Runs rows of op to their results, following redirections.
     void execute(Op &op, std::vector<size_t> rows);
     // Appends row's command (after ASKING when asking) to out.
@@ -96,11 +82,9 @@ private:
     mutable ConnectionPool pool_;
     mutable std::mutex slots_mu_;
     std::shared_ptr<const SlotMap> slots_;
-    support::WorkQueue workers_;
 
     // Staged scenarios, under hooks_mu_.
     std::mutex hooks_mu_;
-    support::HeldGets held_gets_;
     std::map<Endpoint, std::pair<std::string, std::string>> saved_memory_policy_;  // maxmemory, policy
     std::map<std::string, std::optional<std::string>> blocked_keys_;  // redis key -> DUMP of what was there
 };

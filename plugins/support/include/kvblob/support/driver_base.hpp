@@ -62,6 +62,13 @@ struct Row {
     std::atomic<bool> started{false};
 };
 
+// A row's answer as a driver decides it, before set_row publishes it.
+struct RowOutcome {
+    kvblob_row_result result;
+    int32_t code = 0;
+    std::string message;
+};
+
 struct Op : kvblob_op {
     virtual ~Op() = default;
     OpKind kind = OpKind::put;

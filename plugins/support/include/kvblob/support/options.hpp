@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -17,10 +18,16 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// A driver's option table, as its plugin declares it.
+using OptionTable = std::span<const kvblob_option_desc_t>;
+
 class ParsedOptions {
 public:
     // Throws OptionError naming the option.
     ParsedOptions(const kvblob_option_desc_t *table, uint64_t table_size, const kvblob_open_args_t &args);
+    ParsedOptions(OptionTable table, const kvblob_open_args_t &args) : ParsedOptions(table.data(), table.size(), args)
+    {
+    }
 
     const std::string &text(const std::string &name) const;
     int64_t integer(const std::string &name) const;
