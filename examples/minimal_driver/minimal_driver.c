@@ -61,6 +61,22 @@ static uint64_t hash_key(const uint8_t *key, uint64_t len)
     return h;
 }
 
+/* The store lives as long as the library is loaded: the host unloads it
+ * only after closing every driver, so nothing can reach it afterwards. */
+__attribute__((destructor)) static void free_store(void)
+{
+    unsigned b;
+    for (b = 0; b < BUCKETS; ++b) {
+        while (store[b]) {
+            object_t *obj = store[b];
+            store[b] = obj->next;
+            free(obj->key);
+            free(obj->bytes);
+            free(obj);
+        }
+    }
+}
+
 /* Caller holds store_lock. */
 static object_t **find_slot(const uint8_t *key, uint64_t len)
 {

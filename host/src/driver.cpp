@@ -125,6 +125,10 @@ DriverCore::~DriverCore()
     if (handle) {
         keep_alive_for_good(services_.release());
         keep_alive_for_good(handle);
+        // So are the operations and regions it could not let go of: handles
+        // the driver may still use, never released.
+        for (auto *op : parked_) keep_alive_for_good(op);
+        for (auto *r : pinned_) keep_alive_for_good(r);
     }
 }
 
@@ -490,7 +494,9 @@ void DriverCore::abandon(kvblob_op_t *op)
         call(&kvblob_plugin_t::cancel, "cancel", KVBLOB_E_INTERNAL, handle, op);
         st = release_locked(op);
     }
-    if (st == KVBLOB_E_BUSY || st == KVBLOB_E_UNPROVABLE) parked_.push_back(op);
+    // Any answer but OK leaves the handle the driver's: a release that threw
+    // or failed proves nothing either. INVALID: not the host's to keep.
+    if (st != KVBLOB_OK && st != KVBLOB_E_INVALID) parked_.push_back(op);
 }
 
 // ---- Region ---------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include "fixtures/spy.hpp"
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/plugin.hpp"
+#include "support/kept_for_good.hpp"
 
 using kvblob::Batch;
 using kvblob::make_span;
@@ -97,9 +98,9 @@ TEST_CASE("a put or get that threw or failed otherwise keeps its region for good
     for (const auto &c : cases) {
         CAPTURE(c.logged);
         // Kept alive for good, on purpose: nothing proves the driver let go of it.
-        auto *memory = new std::vector<uint8_t>(4096, 7);
+        auto &memory = kept_for_good<std::vector<uint8_t>>(4096, 7);
         Staged s(c.options);
-        auto r = s.region(*memory);
+        auto r = s.region(memory);
         auto e = s.failed(c.kind, r);
         CHECK(e.status() != KVBLOB_E_REJECTED);
         CHECK(std::string(e.what()).find("stay held for good (R-ADM-1)") != std::string::npos);

@@ -9,8 +9,8 @@
 
 #include "fixtures/spy.hpp"
 #include "kvblob/host/batch.hpp"
-#include "kvblob/host/keep_alive.hpp"
 #include "kvblob/host/plugin.hpp"
+#include "support/kept_for_good.hpp"
 
 // batch.hpp's helpers, in namespace kvblob like all of the public API.
 using kvblob::Batch;
@@ -180,8 +180,7 @@ TEST_CASE("unprovable access pins the region for good, shutdown frees nothing, a
 {
     const auto keep_loaded = kvblob::Plugin::load(KVBLOB_FIXTURE_DIR "/libkvblob_spy.so");  // its counters stay
     // The memory stays alive for the life of the process, on purpose.
-    auto *memory = new std::vector<uint8_t>(4096, 7);
-    kvblob::keep_alive_for_good(memory);
+    auto *memory = &kept_for_good<std::vector<uint8_t>>(4096, 7);
     std::string log;
     uint64_t unregisters = 0, closes = 0;
     {
@@ -319,7 +318,7 @@ TEST_CASE("an engine's log sink may call back into the host: no host lock is hel
             from_sink = other->unregister();
         }
     });
-    auto *pinned = new std::vector<uint8_t>(4096);  // kept alive for good: its access is never proven
+    auto *pinned = &kept_for_good<std::vector<uint8_t>>(4096);  // its access is never proven
     std::vector<uint8_t> spare(4096);
     kvblob_region_desc_t a{sizeof a, KVBLOB_MEMORY_HOST, pinned->data(), pinned->size(), 0, 0};
     kvblob_region_desc_t b{sizeof b, KVBLOB_MEMORY_HOST, spare.data(), spare.size(), 0, 0};

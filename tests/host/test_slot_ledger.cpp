@@ -14,6 +14,7 @@
 #include "fixtures/spy.hpp"
 #include "kvblob/host/block_sequence.hpp"
 #include "kvblob/host/plugin.hpp"
+#include "support/kept_for_good.hpp"
 
 using kvblob::OpKind;
 using namespace std::chrono_literals;
@@ -104,7 +105,8 @@ TEST_CASE("a slot whose access is unprovable is retired for good (R-REG-2)")
     // Other slots of the region serve on.
     CHECK(e.ledger.reusable(e.region.handle(), 0, block, 0ms));
     CHECK(e.get({0}, 50ms).at(0).status.result == KVBLOB_ROW_READY);
-    (void)e.memory.release();  // the region stays registered for good: its memory must stay alive, on purpose
+    // The region stays registered for good: its memory must stay alive, on purpose.
+    kvblob::keep_alive_for_good(e.memory.release());
 }
 
 TEST_CASE("a slot whose access ended is the engine's at once")

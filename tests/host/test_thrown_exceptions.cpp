@@ -10,6 +10,7 @@
 #include "fixtures/spy.hpp"
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/plugin.hpp"
+#include "support/kept_for_good.hpp"
 
 // batch.hpp's helpers, in namespace kvblob like all of the public API.
 using kvblob::Batch;
@@ -62,8 +63,8 @@ TEST_CASE("a slot that throws: register and put are refused, and the log names t
         CHECK(t.logged().find("threw a C++ exception out of register_region") != std::string::npos);
     }
     Throwing t("put");
-    auto *memory = new std::vector<uint8_t>(4096);  // kept alive for good: nothing proves the put let go of it
-    auto r = t.region(*memory);
+    auto &memory = kept_for_good<std::vector<uint8_t>>(4096);  // nothing proves the put let go of it
+    auto r = t.region(memory);
     try {
         t.put(r);
         FAIL("admitted");

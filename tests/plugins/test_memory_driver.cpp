@@ -9,6 +9,7 @@
 
 #include "kvblob/support/trailer.hpp"
 #include "plugins/driver_harness.hpp"
+#include "support/kept_for_good.hpp"
 
 using kvblob::OpKind;
 using namespace std::chrono_literals;
@@ -238,7 +239,7 @@ TEST_CASE("unprovable access pins the region, fails drain at once, and is never 
     MemoryHarness h(opts(unique_store("unprov"), "blocking"));
     // The driver may never be proven done with this memory: it stays alive
     // for the life of the process, on purpose.
-    auto *forever = new std::vector<uint8_t>(4096, 1);
+    auto *forever = &kept_for_good<std::vector<uint8_t>>(4096, 1);
     kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, forever->data(), forever->size(), 0, 0};
     auto region = h.driver().register_region(desc);
     REQUIRE(h.hook(h.hooks().stage_unprovable, "u") == KVBLOB_OK);

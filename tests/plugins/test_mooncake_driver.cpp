@@ -11,6 +11,7 @@
 #include "kvblob/host/plugin.hpp"
 #include "mooncake/answers.hpp"
 #include "plugins/driver_harness.hpp"
+#include "support/kept_for_good.hpp"
 
 using namespace kvblob::mooncake;
 
@@ -109,7 +110,7 @@ kvblob::Options fake_options() { return {{"library", KVBLOB_FAKE_MOONCAKE}, {"ma
 // unprovable pins its region, and the host must keep that memory (R-REG-2).
 Buffer &kept_buffer(DriverHarness &h, size_t size)
 {
-    return *new Buffer(h.buffer(size));
+    return kept_for_good<Buffer>(h.buffer(size));
 }
 
 }  // namespace
