@@ -81,16 +81,16 @@ Probe parse_probe(const std::string &text)
 }
 
 namespace {
-bool is_secret(const std::string &name, const std::set<std::string> &secret)
+bool is_secret(const std::string &name, const std::string &value, const std::set<std::string> &secret)
 {
-    return secret.count(name) || looks_secret(name);
+    return secret.count(name) || looks_secret(name) || holds_credentials(value);
 }
 }  // namespace
 
 Options redact(const Options &options, const std::set<std::string> &secret)
 {
     Options out;
-    for (const auto &[name, value] : options) out.emplace_back(name, is_secret(name, secret) ? "<redacted>" : value);
+    for (const auto &[name, value] : options) out.emplace_back(name, is_secret(name, value, secret) ? "<redacted>" : value);
     return out;
 }
 
@@ -98,7 +98,7 @@ std::vector<std::string> redact_words(const std::vector<std::string> &words, con
 {
     auto hide = [&](const std::string &kv) {
         const auto eq = kv.find('=');
-        if (eq == std::string::npos || !is_secret(kv.substr(0, eq), secret)) return kv;
+        if (eq == std::string::npos || !is_secret(kv.substr(0, eq), kv.substr(eq + 1), secret)) return kv;
         return kv.substr(0, eq) + "=<redacted>";
     };
     std::vector<std::string> out;

@@ -345,7 +345,7 @@ Options Plugin::redacted(const Options &options) const
 {
     Options out = options;
     for (auto &[key, value] : out)
-        if (secret_option(key)) value = redacted_value;
+        if (secret_option(key) || holds_credentials(value)) value = redacted_value;
     return out;
 }
 

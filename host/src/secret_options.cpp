@@ -14,11 +14,26 @@ bool looks_secret(std::string_view option_name)
 {
     std::string name(option_name);
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    static constexpr std::array<std::string_view, 9> words = {
-        "password", "passwd", "secret", "token", "credential", "apikey", "api_key", "private_key", "auth",
+    // Parts of names, not whole names: "pass" covers password, passwd,
+    // passphrase; "cred" credentials; "dsn" a connection string that often
+    // holds a password; "private" a private key or certificate.
+    static constexpr std::array<std::string_view, 14> words = {
+        "pass",   "pwd",    "secret",     "token",     "cred",   "apikey",    "api_key",
+        "access_key", "private", "auth", "dsn", "signature", "cookie", "session_key",
     };
     return std::any_of(words.begin(), words.end(),
                        [&](std::string_view w) { return name.find(w) != std::string::npos; });
+}
+
+bool holds_credentials(std::string_view value)
+{
+    // scheme://[user]:password@host...: the userinfo ends at the last '@'
+    // before the path, and holds a ':' when it carries a password.
+    const auto scheme = value.find("://");
+    if (scheme == std::string_view::npos) return false;
+    const auto authority = value.substr(scheme + 3);
+    const auto at = authority.substr(0, authority.find_first_of("/?#")).rfind('@');
+    return at != std::string_view::npos && authority.substr(0, at).find(':') != std::string_view::npos;
 }
 
 }  // namespace kvblob

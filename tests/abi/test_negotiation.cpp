@@ -129,4 +129,24 @@ TEST_CASE("secret options: the driver's flag at 1.1, a guess by name at 1.0")
     CHECK(old_driver.secret_option("API_TOKEN"));
     CHECK(old_driver.secret_option("aws_secret_key"));
     CHECK_FALSE(old_driver.secret_option("max_key_bytes"));
+    for (const char *name : {"pass", "db_passphrase", "PWD", "credentials_file", "dsn", "private_key_path",
+                             "s3_access_key", "request_signature", "session_key", "auth"})
+        CHECK_MESSAGE(old_driver.secret_option(name), name);
+    for (const char *name : {"url", "root", "host", "port", "username", "key_prefix", "max_object_bytes"})
+        CHECK_MESSAGE(!old_driver.secret_option(name), name);
+}
+
+TEST_CASE("secret options: a URL that carries a password is redacted whatever its name")
+{
+    CHECK(kvblob::holds_credentials("redis://:hunter2@10.0.0.1:6379"));
+    CHECK(kvblob::holds_credentials("redis://app:hunter2@h:1/0"));
+    CHECK(kvblob::holds_credentials("s3://key:secret@bucket/p@th"));
+    CHECK_FALSE(kvblob::holds_credentials("redis://app@h:1"));  // a user name only
+    CHECK_FALSE(kvblob::holds_credentials("redis://h:6379"));
+    CHECK_FALSE(kvblob::holds_credentials("http://h:1/a:b@c"));  // an '@' in the path, not the userinfo
+    CHECK_FALSE(kvblob::holds_credentials("user:pw@h"));  // not a URL
+    auto redis = kvblob::Plugin::load(std::string(KVBLOB_PLUGIN_DIR) + "/libkvblob_redis.so");
+    const auto shown = redis.redacted({{"url", "redis://:hunter2@h:1"}, {"database", "3"}});
+    CHECK(shown[0].second == kvblob::redacted_value);
+    CHECK(shown[1].second == "3");
 }

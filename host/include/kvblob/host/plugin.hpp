@@ -40,9 +40,14 @@ Options parse_option_assignments(const std::vector<std::string> &words);
 inline constexpr const char *redacted_value = "<redacted>";
 
 // The name-based guess used for drivers that cannot mark secrets (ABI 1.0):
-// true when the option's name contains a word such as password, secret,
-// token or credential.
+// true when the option's name contains a part such as pass, secret, token,
+// cred, auth or dsn.
 bool looks_secret(std::string_view option_name);
+
+// Whether an option's value carries a password itself, whatever its name
+// or its driver's marks: a URL with one in its userinfo
+// (redis://user:password@host). Such values are redacted too.
+bool holds_credentials(std::string_view value);
 
 class Plugin {
 public:
