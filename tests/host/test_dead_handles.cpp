@@ -58,17 +58,28 @@ kvblob::Operation put_one(kvblob::Driver &driver, kvblob::Region &region)
     return driver.submit(OpKind::put, b.get());
 }
 
+// The vendor template with one region, and one put of it that is final.
+struct TemplatePut {
+    TemplatePut()
+    {
+        kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, memory.data(), memory.size(), 0, 0};
+        region = driver.register_region(desc);
+        op = put_one(driver, region);
+        REQUIRE(op.wait(10s));
+    }
+    kvblob::Plugin plugin = kvblob::Plugin::load("minimal");
+    kvblob::Driver driver = plugin.open();
+    std::vector<uint8_t> memory = std::vector<uint8_t>(4096, 1);
+    kvblob::Region region;
+    kvblob::Operation op;
+};
+
 }  // namespace
 
 TEST_CASE("after release, every member of an operation refuses: the vendor template never sees the dead handle")
 {
-    auto plugin = kvblob::Plugin::load("minimal");
-    auto driver = plugin.open();
-    std::vector<uint8_t> memory(4096, 1);
-    kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, memory.data(), memory.size(), 0, 0};
-    auto region = driver.register_region(desc);
-    auto op = put_one(driver, region);
-    REQUIRE(op.wait(10s));
+    TemplatePut t;
+    auto &op = t.op;
     REQUIRE(op.release() == KVBLOB_OK);
     CHECK(op.handle() == nullptr);
     every_member_refused(op, "already released");
@@ -106,13 +117,8 @@ TEST_CASE("after release, the spy is never called again, and a moved-from operat
 
 TEST_CASE("a row outside the operation is refused before the driver is asked for its message")
 {
-    auto plugin = kvblob::Plugin::load("minimal");
-    auto driver = plugin.open();
-    std::vector<uint8_t> memory(4096, 1);
-    kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, memory.data(), memory.size(), 0, 0};
-    auto region = driver.register_region(desc);
-    auto op = put_one(driver, region);
-    REQUIRE(op.wait(10s));
+    TemplatePut t;
+    auto &op = t.op;
     CHECK_NOTHROW(op.message(0));
     try {
         op.message(1);

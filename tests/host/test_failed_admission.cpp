@@ -5,64 +5,16 @@
 // driver to unregister it. The spy stages each answer (admit=, throw=).
 #include <doctest/doctest.h>
 
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "fixtures/spy.hpp"
-#include "kvblob/host/batch.hpp"
-#include "kvblob/host/plugin.hpp"
+#include "host/spied_driver.hpp"
 #include "support/kept_for_good.hpp"
 
-using kvblob::Batch;
-using kvblob::make_span;
 using kvblob::OpKind;
 
-namespace {
-
-struct Staged {
-    explicit Staged(kvblob::Options options)
-        : plugin(kvblob::Plugin::load(KVBLOB_FIXTURE_DIR "/libkvblob_spy.so")),
-          driver(plugin.open(options, [this](kvblob_log_level level, const std::string &m) {
-              std::lock_guard lock(mu);
-              if (level == KVBLOB_LOG_MISBEHAVING) misbehaving += m + "\n";
-          })),
-          spy(static_cast<const kvblob_spy *>(driver.table().get_extension(driver.handle(), "kvblob.test.spy/1")))
-    {
-        REQUIRE(spy);
-    }
-    std::string logged()
-    {
-        std::lock_guard lock(mu);
-        return misbehaving;
-    }
-    kvblob::Region region(std::vector<uint8_t> &memory)
-    {
-        kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, memory.data(), memory.size(), 0, 0};
-        return driver.register_region(desc);
-    }
-    // Submits one row and returns the CallError the host threw.
-    kvblob::CallError failed(OpKind kind, kvblob::Region &r)
-    {
-        Batch b;
-        b.row("k", {make_span(r.handle(), 0, 64)});
-        try {
-            driver.submit(kind, b.get());
-        } catch (const kvblob::CallError &e) {
-            return e;
-        }
-        FAIL("admitted");
-        throw;
-    }
-
-    std::mutex mu;
-    std::string misbehaving;
-    kvblob::Plugin plugin;
-    kvblob::Driver driver;
-    const kvblob_spy *spy;
-};
-
-}  // namespace
+// The spy with staged answers, and what the host logged of it.
+using Staged = SpiedDriver;
 
 TEST_CASE("a refused put or get gives its region back")
 {
@@ -104,9 +56,9 @@ TEST_CASE("a put or get that threw or failed otherwise keeps its region for good
         auto e = s.failed(c.kind, r);
         CHECK(e.status() != KVBLOB_E_REJECTED);
         CHECK(std::string(e.what()).find("stay held for good (R-ADM-1)") != std::string::npos);
-        const uint64_t unregisters = s.spy->calls[s_unregister].load();
+        const uint64_t unregisters = s.spy().calls[s_unregister].load();
         CHECK(r.unregister() == KVBLOB_E_UNPROVABLE);
-        CHECK(s.spy->calls[s_unregister].load() == unregisters);  // the driver is not even asked
+        CHECK(s.spy().calls[s_unregister].load() == unregisters);  // the driver is not even asked
         const std::string log = s.logged();
         CHECK_MESSAGE(log.find(c.logged) != std::string::npos, log);
         CHECK_MESSAGE(log.find("life of the process (R-REG-2)") != std::string::npos, log);

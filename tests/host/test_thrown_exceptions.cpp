@@ -4,52 +4,18 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
-#include <mutex>
 #include <vector>
 
-#include "fixtures/spy.hpp"
-#include "kvblob/host/batch.hpp"
-#include "kvblob/host/plugin.hpp"
+#include "host/spied_driver.hpp"
 #include "support/kept_for_good.hpp"
-
-// batch.hpp's helpers, in namespace kvblob like all of the public API.
-using kvblob::Batch;
-using kvblob::make_span;
 
 using namespace std::chrono_literals;
 
 namespace {
 
-struct Throwing {
-    explicit Throwing(const std::string &slot)
-        : plugin(kvblob::Plugin::load(KVBLOB_FIXTURE_DIR "/libkvblob_spy.so")),
-          driver(plugin.open({{"throw", slot}}, [this](kvblob_log_level level, const std::string &m) {
-              std::lock_guard lock(mu);
-              if (level == KVBLOB_LOG_MISBEHAVING) misbehaving += m + "\n";
-          }))
-    {
-    }
-    std::string logged()
-    {
-        std::lock_guard lock(mu);
-        return misbehaving;
-    }
-    kvblob::Region region(std::vector<uint8_t> &memory)
-    {
-        kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, memory.data(), memory.size(), 0, 0};
-        return driver.register_region(desc);
-    }
-    kvblob::Operation put(kvblob::Region &r)
-    {
-        Batch b;
-        b.row("k", {make_span(r.handle(), 0, 64)});
-        return driver.submit(kvblob::OpKind::put, b.get());
-    }
-
-    std::mutex mu;
-    std::string misbehaving;
-    kvblob::Plugin plugin;
-    kvblob::Driver driver;
+// The spy with one slot that throws.
+struct Throwing : SpiedDriver {
+    explicit Throwing(const std::string &slot) : SpiedDriver({{"throw", slot}}) {}
 };
 
 }  // namespace
