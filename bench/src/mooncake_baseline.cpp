@@ -4,7 +4,6 @@
 // batch_is_exist call. Nothing else: no confirmation of a put's 0 with
 // batch_is_exist, no worker threads, no results bookkeeping. What the
 // driver adds to these is what its ratio shows.
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <climits>
@@ -14,6 +13,7 @@
 
 #include "baseline.hpp"
 #include "kvblob/host/batch.hpp"
+#include "store_api.hpp"
 
 namespace kvblob::bench {
 
@@ -21,25 +21,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Api {
-    void *(*create)();
-    void (*destroy)(void *);
-    int (*setup)(void *, const char *, const char *, uint64_t, uint64_t, const char *, const char *, const char *);
-    int (*batch_put_from)(void *, const char **, void **, const size_t *, size_t, const void *, int *);
-    int (*batch_get_into)(void *, const char **, void **, const size_t *, size_t, int64_t *);
-    int (*batch_is_exist)(void *, const char **, size_t, int *);
-    int (*register_buffer)(void *, void *, size_t);
-    int (*unregister_buffer)(void *, void *);
-    int (*remove)(void *, const char *, int);
-};
-
-struct ReplicateConfig {  // store_c.h's mooncake_replicate_config_t
-    size_t replica_num;
-    int with_soft_pin;
-    int with_hard_pin;
-    const char **preferred_segments;
-    size_t preferred_segments_count;
-};
+using mooncake::ReplicateConfig;
+using mooncake::StoreApi;
+using mooncake::StoreLibrary;
 
 struct Settings {
     std::string library = "libmooncake_store.so", hostname = "localhost",
@@ -59,28 +43,12 @@ uint64_t parse_size(const std::string &text)
     }
 }
 
-template <class F>
-void bind(void *h, const char *name, F &slot)
-{
-    slot = reinterpret_cast<F>(::dlsym(h, name));
-    if (!slot) throw std::runtime_error(std::string("mooncake baseline: the library has no ") + name);
-}
-
 class MooncakeLane : public Lane {
 public:
-    MooncakeLane(const Point &p, const Settings &s, unsigned lane) : p_(p), buf_(p.size * p.batch)
+    MooncakeLane(const Point &p, const Settings &s, unsigned lane)
+        : p_(p), library_(s.library), api_(library_.api()), buf_(p.size * p.batch)
     {
-        void *h = ::dlopen(s.library.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!h) throw std::runtime_error("mooncake baseline: cannot load " + s.library + ": " + ::dlerror());
-        bind(h, "mooncake_store_create", api_.create);
-        bind(h, "mooncake_store_destroy", api_.destroy);
-        bind(h, "mooncake_store_setup", api_.setup);
-        bind(h, "mooncake_store_batch_put_from", api_.batch_put_from);
-        bind(h, "mooncake_store_batch_get_into", api_.batch_get_into);
-        bind(h, "mooncake_store_batch_is_exist", api_.batch_is_exist);
-        bind(h, "mooncake_store_register_buffer", api_.register_buffer);
-        bind(h, "mooncake_store_unregister_buffer", api_.unregister_buffer);
-        bind(h, "mooncake_store_remove", api_.remove);
+        if (!api_.remove) throw std::runtime_error("mooncake baseline: " + s.library + " has no mooncake_store_remove");
         store_ = api_.create();
         if (!store_ || api_.setup(store_, s.hostname.c_str(), s.metadata.c_str(), s.segment, s.local_buffer,
                                   s.protocol.c_str(), s.device.c_str(), s.master.c_str()) != 0)
@@ -152,7 +120,8 @@ private:
     }
 
     const Point p_;
-    Api api_{};
+    StoreLibrary library_;  // the driver's loader: the same version check
+    const StoreApi &api_;
     void *store_ = nullptr;
     ReplicateConfig config_{};
     std::vector<uint8_t> buf_;

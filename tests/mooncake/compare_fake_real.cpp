@@ -8,69 +8,32 @@
 //
 // Prints one line per scenario with both answers; exit 0 when all agree,
 // 1 when one differs, 2 on usage, 3 when a library cannot be set up.
-#include <dlfcn.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unistd.h>
 #include <utility>
 #include <vector>
 
+#include "store_api.hpp"
+
 namespace {
 
-struct Api {
-    void *(*create)();
-    void (*destroy)(void *);
-    int (*setup)(void *, const char *, const char *, uint64_t, uint64_t, const char *, const char *, const char *);
-    int (*batch_put_from)(void *, const char **, void **, const size_t *, size_t, const void *, int *);
-    int (*batch_get_into)(void *, const char **, void **, const size_t *, size_t, int64_t *);
-    int (*batch_is_exist)(void *, const char **, size_t, int *);
-    int64_t (*get_size)(void *, const char *);
-    int (*register_buffer)(void *, void *, size_t);
-    int (*unregister_buffer)(void *, void *);
-    int (*remove)(void *, const char *, int);
-};
-
-template <class F>
-bool bind(void *h, const char *name, F &slot)
-{
-    slot = reinterpret_cast<F>(::dlsym(h, name));
-    if (!slot) std::fprintf(stderr, "mooncake-compare: no symbol %s\n", name);
-    return slot != nullptr;
-}
-
-bool load(const char *path, Api &a)
-{
-    void *h = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        std::fprintf(stderr, "mooncake-compare: cannot load %s: %s\n", path, ::dlerror());
-        return false;
-    }
-    return bind(h, "mooncake_store_create", a.create) && bind(h, "mooncake_store_destroy", a.destroy) &&
-           bind(h, "mooncake_store_setup", a.setup) && bind(h, "mooncake_store_batch_put_from", a.batch_put_from) &&
-           bind(h, "mooncake_store_batch_get_into", a.batch_get_into) &&
-           bind(h, "mooncake_store_batch_is_exist", a.batch_is_exist) && bind(h, "mooncake_store_get_size", a.get_size) &&
-           bind(h, "mooncake_store_register_buffer", a.register_buffer) &&
-           bind(h, "mooncake_store_unregister_buffer", a.unregister_buffer) && bind(h, "mooncake_store_remove", a.remove);
-}
-
-struct ReplicateConfig {
-    size_t replica_num = 1;
-    int with_soft_pin = 0, with_hard_pin = 0;
-    const char **preferred_segments = nullptr;
-    size_t preferred_segments_count = 0;
-};
+using kvblob::mooncake::ReplicateConfig;
+using kvblob::mooncake::StoreApi;
+using kvblob::mooncake::StoreLibrary;
 
 constexpr size_t kSize = 64 << 10;
 
 // One library's answers to the scenario list, in order.
-std::vector<std::pair<std::string, std::string>> run(const Api &a, const std::string &master,
+std::vector<std::pair<std::string, std::string>> run(const StoreApi &a, const std::string &master,
                                                      const std::string &metadata, long lease_ms, const std::string &tag)
 {
     std::vector<std::pair<std::string, std::string>> out;
@@ -85,7 +48,7 @@ std::vector<std::pair<std::string, std::string>> run(const Api &a, const std::st
     note("register_buffer overlapping", a.register_buffer(s, region.data() + kSize, kSize));
 
     const std::string k1 = tag + "/one", absent = tag + "/absent", fresh = tag + "/fresh";
-    ReplicateConfig config;
+    ReplicateConfig config{1, 0, 0, nullptr, 0};
     auto put = [&](const std::string &key, void *buf, size_t size) {
         const char *keys[] = {key.c_str()};
         void *bufs[] = {buf};
@@ -158,8 +121,21 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "usage: mooncake-compare FAKE_LIBRARY REAL_LIBRARY MASTER METADATA_URL LEASE_MS\n");
         return 2;
     }
-    Api fake{}, real{};
-    if (!load(argv[1], fake) || !load(argv[2], real)) return 3;
+    // Loaded as the driver loads them: a library of another Mooncake
+    // version is refused here too.
+    std::unique_ptr<StoreLibrary> fake_library, real_library;
+    try {
+        fake_library = std::make_unique<StoreLibrary>(argv[1]);
+        real_library = std::make_unique<StoreLibrary>(argv[2]);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "mooncake-compare: %s\n", e.what());
+        return 3;
+    }
+    if (!fake_library->api().remove || !real_library->api().remove) {
+        std::fprintf(stderr, "mooncake-compare: a library has no mooncake_store_remove\n");
+        return 3;
+    }
+    const StoreApi &fake = fake_library->api(), &real = real_library->api();
     const long lease_ms = std::atol(argv[5]);
     // The fake grants the leases the master does.
     ::setenv("KVBLOB_FAKE_MOONCAKE_LEASE_MS", argv[5], 1);
