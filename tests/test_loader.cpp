@@ -82,6 +82,13 @@ TEST_CASE("load failures: stage, rule and message")
     expect("reserved_option_flag", S::validate, "R-LOAD-7", "option 'greeting' sets reserved flag bits");
     expect("open_fails", S::init, "R-LOAD-9", "cannot reach the store at fixture://nowhere");
     expect("wild_extension", S::init, "R-LOAD-12", "does not lie inside one loaded segment of the plugin's own image");
+    // Every pointer the plugin hands over is checked before it is read or
+    // called: a wild one is a refusal under its member's rule, not a crash.
+    expect("wild_table", S::negotiate, "R-LOAD-3", "a plugin table that is not readable: 0x10000 is not readable memory");
+    expect("wild_slot", S::validate, "R-LOAD-5", "slot 'poll' does not point at code: 0x10000 is not inside an executable segment");
+    expect("wild_name", S::validate, "R-LOAD-6", "not a readable string (0x10000 is not readable memory)");
+    expect("wild_options", S::validate, "R-LOAD-7", "the options array is not readable: 0x10000 is not readable memory");
+    expect("wild_scenario_slot", S::init, "R-LOAD-12", "slot stage_full_pool does not point at code");
 }
 
 TEST_CASE("a file that is not a plugin quotes the dynamic linker")

@@ -2,7 +2,9 @@
 #include "kvblob/host/plugin.hpp"
 
 #include <dlfcn.h>
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include "kvblob/host/discovery.hpp"
 #include "kvblob/host/version.hpp"
 #include "library.hpp"
+#include "plugin_pointers.hpp"
 #include "plugin_file.hpp"
 
 namespace kvblob {
@@ -41,33 +44,29 @@ void trace(LoadStage stage, const std::string &file, const std::string &what)
 }
 
 // Reads a plugin-owned string without trusting it to be terminated.
-bool bounded_string(const char *s, size_t max_len, std::string &out)
-{
-    if (!s) return false;
-    size_t n = strnlen(s, max_len + 1);
-    out.assign(s, n);
-    return n <= max_len;
-}
-
 void check_identity(const kvblob_plugin_t &t, std::vector<LoadProblem> &problems)
 {
-    std::string name, version;
-    if (!bounded_string(t.name, 64, name) || name.empty())
-        problems.push_back({"R-LOAD-6", "name is NULL, empty or longer than 64 bytes"});
+    std::string name, version, description;
+    if (auto why = read_bounded_string(t.name, 64, name); !why.empty() || name.empty())
+        problems.push_back({"R-LOAD-6", "name is NULL, empty or longer than 64 bytes" + (why.empty() ? "" : ": " + why)});
     else
         for (char c : name)
             if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) {
                 problems.push_back({"R-LOAD-6", "name '" + name + "' has a character outside [a-z0-9_-]"});
                 break;
             }
-    if (!bounded_string(t.version, 64, version) || version.empty())
-        problems.push_back({"R-LOAD-6", "version is NULL, empty or longer than 64 bytes"});
+    if (auto why = read_bounded_string(t.version, 64, version); !why.empty() || version.empty())
+        problems.push_back({"R-LOAD-6", "version is NULL, empty or longer than 64 bytes" + (why.empty() ? "" : ": " + why)});
     else
         for (unsigned char c : version)
             if (c < 0x20 || c > 0x7e) {
                 problems.push_back({"R-LOAD-6", "version has a non-printable byte"});
                 break;
             }
+    // Tools print the description: readable, if given.
+    if (t.description)
+        if (auto why = read_bounded_string(t.description, 4096, description); !why.empty())
+            problems.push_back({"R-LOAD-6", "description is " + why});
 }
 
 void check_slots(const kvblob_plugin_t &t, std::vector<LoadProblem> &problems)
@@ -94,6 +93,32 @@ void check_slots(const kvblob_plugin_t &t, std::vector<LoadProblem> &problems)
     for (const auto &slot : mandatory)
         if (!slot.present)
             problems.push_back({"R-LOAD-5", std::string("mandatory slot '") + slot.name + "' is NULL"});
+    // Every slot given, optional ones too, must be code: the host calls it.
+    const struct {
+        const char *name;
+        const void *fn;
+    } given[] = {
+        {"open", reinterpret_cast<const void *>(t.open)},
+        {"close", reinterpret_cast<const void *>(t.close)},
+        {"get_extension", reinterpret_cast<const void *>(t.get_extension)},
+        {"register_region", reinterpret_cast<const void *>(t.register_region)},
+        {"unregister_region", reinterpret_cast<const void *>(t.unregister_region)},
+        {"put", reinterpret_cast<const void *>(t.put)},
+        {"get", reinterpret_cast<const void *>(t.get)},
+        {"probe", reinterpret_cast<const void *>(t.probe)},
+        {"remove", reinterpret_cast<const void *>(t.remove)},
+        {"poll", reinterpret_cast<const void *>(t.poll)},
+        {"results", reinterpret_cast<const void *>(t.results)},
+        {"row_message", reinterpret_cast<const void *>(t.row_message)},
+        {"access", reinterpret_cast<const void *>(t.access)},
+        {"cancel", reinterpret_cast<const void *>(t.cancel)},
+        {"release", reinterpret_cast<const void *>(t.release)},
+        {"drain", reinterpret_cast<const void *>(t.drain)},
+    };
+    for (const auto &slot : given)
+        if (slot.fn)
+            if (auto why = not_code(slot.fn); !why.empty())
+                problems.push_back({"R-LOAD-5", std::string("slot '") + slot.name + "' does not point at code: " + why});
 }
 
 // The ABI 1.1 option flags, when the negotiated version and the table's
@@ -116,6 +141,15 @@ void check_options(const kvblob_plugin_t &t, uint32_t abi, std::vector<LoadProbl
         problems.push_back({"R-LOAD-7", "option_count " + std::to_string(t.option_count) + " is implausible"});
         return;
     }
+    if (auto why = unreadable(t.options, t.option_count * sizeof(kvblob_option_desc_t)); !why.empty()) {
+        problems.push_back({"R-LOAD-7", "the options array is not readable: " + why});
+        return;
+    }
+    if (const auto *flags = option_flags(t, abi))
+        if (auto why = unreadable(flags, t.option_count * sizeof *flags); !why.empty()) {
+            problems.push_back({"R-LOAD-7", "the option_flags array is not readable: " + why});
+            return;
+        }
     std::set<std::string> seen;
     for (uint64_t i = 0; i < t.option_count; ++i) {
         const auto &o = t.options[i];
@@ -123,10 +157,17 @@ void check_options(const kvblob_plugin_t &t, uint32_t abi, std::vector<LoadProbl
         std::string name;
         if (o.struct_size < sizeof(kvblob_option_desc_t))
             problems.push_back({"R-LOAD-7", where + " has struct_size " + std::to_string(o.struct_size)});
-        if (!bounded_string(o.name, 128, name) || name.empty()) {
-            problems.push_back({"R-LOAD-7", where + " has no name"});
+        if (auto why = read_bounded_string(o.name, 128, name); !why.empty() || name.empty()) {
+            problems.push_back({"R-LOAD-7", where + " has no name" + (why.empty() ? "" : ": it is " + why)});
             continue;
         }
+        // What tools print of an option: readable where given.
+        std::string text;
+        for (const auto &[member, value] : {std::pair{"default_value", o.default_value}, std::pair{"choices", o.choices},
+                                           std::pair{"help", o.help}})
+            if (value)
+                if (auto why = read_bounded_string(value, 4096, text); !why.empty())
+                    problems.push_back({"R-LOAD-7", "option '" + name + "' has a " + member + " that is " + why});
         if (o.type < KVBLOB_OPTION_STRING || o.type > KVBLOB_OPTION_CHOICE)
             problems.push_back({"R-LOAD-7", "option '" + name + "' has unknown type " + std::to_string(o.type)});
         if (o.type == KVBLOB_OPTION_CHOICE && !o.choices)
@@ -190,7 +231,20 @@ std::string adopt_scenarios(DriverCore &core)
     const uint32_t size = *static_cast<const uint32_t *>(ext);
     if (auto why = core.library->outside_image(ext, size); !why.empty())
         return what + "a struct_size of " + std::to_string(size) + " bytes: " + why;
-    if (size >= sizeof(uint32_t) * 2) core.scenarios = static_cast<const kvblob_scenarios_t *>(ext);
+    if (size < sizeof(uint32_t) * 2) return {};
+    // Its slots, as far as its size reaches, are called: code, or NULL.
+    const auto *slots = reinterpret_cast<void *const *>(static_cast<const char *>(ext) + offsetof(kvblob_scenarios_t, stage_foreign_writer));
+    const size_t count = (std::min<size_t>(size, sizeof(kvblob_scenarios_t)) - offsetof(kvblob_scenarios_t, stage_foreign_writer)) / sizeof(void *);
+    static constexpr const char *names[] = {"stage_foreign_writer", "stage_full_pool", "stage_failing_read",
+                                            "stage_held_get", "stage_corrupt", "stage_unprovable",
+                                            "release_staged", "advance", "echo_hint"};
+    static_assert(std::size(names) * sizeof(void *) ==
+                  sizeof(kvblob_scenarios_t) - offsetof(kvblob_scenarios_t, stage_foreign_writer));
+    for (size_t i = 0; i < count; ++i)
+        if (slots[i])
+            if (auto why = not_code(slots[i]); !why.empty())
+                return what + "a struct whose slot " + names[i] + " does not point at code: " + why;
+    core.scenarios = static_cast<const kvblob_scenarios_t *>(ext);
     return {};
 }
 
@@ -299,6 +353,8 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
             problems.push_back({"R-LOAD-3", "the plugin chose ABI " + abi_version_text(n.chosen_abi_version) +
                                                 ", outside the offered " + offered});
         if (!n.plugin) problems.push_back({"R-LOAD-3", "the entry answered KVBLOB_OK with a NULL plugin table"});
+        else if (auto why = unreadable(n.plugin, sizeof n.plugin->struct_size); !why.empty())
+            problems.push_back({"R-LOAD-3", "the entry answered KVBLOB_OK with a plugin table that is not readable: " + why});
     }
     if (!problems.empty()) refuse(file, LoadStage::negotiate, problems);
     trace(LoadStage::negotiate, file, "agreed on ABI " + abi_version_text(n.chosen_abi_version));
@@ -309,6 +365,9 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
         refuse(file, LoadStage::validate,
                {{"R-LOAD-4", "plugin table struct_size " + std::to_string(t.struct_size) +
                                  " is smaller than ABI 1.0's " + std::to_string(KVBLOB_PLUGIN_SIZE_1_0)}});
+    if (auto why = unreadable(&t, std::min<size_t>(t.struct_size, sizeof t)); !why.empty())
+        refuse(file, LoadStage::validate,
+               {{"R-LOAD-4", "plugin table of struct_size " + std::to_string(t.struct_size) + " is not readable: " + why}});
     if (t.abi_version != n.chosen_abi_version)
         problems.push_back({"R-LOAD-4", "the table says ABI " + abi_version_text(t.abi_version) +
                                             " but negotiation chose " + abi_version_text(n.chosen_abi_version)});
