@@ -1,6 +1,7 @@
 // The baseline measured beside a driver in the same run, on the same sizes:
 // what the medium itself does without kvblob in the way. memcpy for the
-// memory driver (its physical limit), raw pwrite/pread in the same
+// memory driver (its physical limit: the fastest copy this machine offers,
+// copy_methods.hpp), raw pwrite/pread in the same
 // directory for the file driver, raw pipelined hiredis SET/GET to the same
 // server for the Redis driver, raw batch calls of Mooncake store's C API
 // to the same master for the Mooncake driver.
@@ -27,7 +28,10 @@ struct Baseline {
 std::optional<Baseline> baseline_for(const std::string &driver, const Options &options, std::string &why_none);
 
 // Each baseline, for baseline_for.
-Baseline memcpy_baseline();
+struct CopyMethod;
+// forced: always that copy method (tests compare them); by default the
+// fastest, chosen per point and direction.
+Baseline memcpy_baseline(const CopyMethod *forced = nullptr);
 Baseline cuda_copy_baseline();  // rows in device memory, whatever the driver
 Baseline posix_baseline(const std::string &root, const std::string &fsync);
 std::optional<Baseline> hiredis_baseline(const Options &options, std::string &why_none);

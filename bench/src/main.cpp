@@ -34,7 +34,7 @@ int main(int argc, char **argv)
     double duration = 0.5;
     std::string bytes_text;
     bool json = false, csv = false, no_baseline = false;
-    std::string memory_kind = "host";
+    std::string memory_kind = "host", statistic_text = "mean";
     cli::PluginFlags flags;
     app.add_option("-d,--driver", driver_spec, "Plugin path or driver name (memory, file, redis, null)")->required();
     cli::add_plugin_flags(app, flags);
@@ -55,7 +55,13 @@ int main(int argc, char **argv)
     app.add_option("--memory", memory_kind, "Where the rows live: host, or CUDA device memory (baseline cudaMemcpy)")
         ->check(CLI::IsMember({"host", "device"}))
         ->capture_default_str();
+    app.add_option("--statistic", statistic_text,
+                   "Throughput of each point from the mean over its operations, or from its median operation (for a "
+                   "machine whose other work interrupts some of them; both sides alike)")
+        ->check(CLI::IsMember({"mean", "median"}))
+        ->capture_default_str();
     if (auto code = cli::parse(app, argc, argv)) return *code;
+    const Statistic statistic = statistic_text == "median" ? Statistic::median : Statistic::mean;
 
     std::vector<uint64_t> sizes, batches, thread_counts;
     std::vector<BenchOp> ops;
@@ -100,6 +106,7 @@ int main(int argc, char **argv)
     info.options = flags.options;
     info.duration_s = duration;
     info.byte_budget = budget.bytes;
+    info.statistic = statistic_text;
     const bool device = memory_kind == "device";
     if (device) {
         if (const std::string why = support::cuda_unavailable_reason(); !why.empty()) {
@@ -154,6 +161,8 @@ int main(int argc, char **argv)
                 any_errors = true;
             }
         }
+        report_as(r.driver, statistic);
+        if (r.baseline) report_as(*r.baseline, statistic);
         any_errors = any_errors || r.driver.errors > 0 || (r.baseline && r.baseline->errors > 0);
         if (r.skipped.empty()) {
             std::cerr << ": " << r.driver.gbps << " GB/s";

@@ -70,6 +70,7 @@ Measurement measure(unsigned threads, const Budget &budget,
 
     Measurement m;
     m.seconds = Seconds(Clock::now() - start).count();
+    if (!lanes.empty()) m.method = lanes.front()->method();
     std::vector<double> submit, complete;
     for (auto &tot : totals) {
         m.rows += tot.rows;
@@ -81,12 +82,27 @@ Measurement measure(unsigned threads, const Budget &budget,
             m.gbps += static_cast<double>(tot.bytes) / tot.timed / 1e9;
             m.rows_per_s += static_cast<double>(tot.rows) / tot.timed;
         }
+        if (!tot.complete_us.empty()) {
+            const double ops = static_cast<double>(tot.complete_us.size());
+            const double median_s = stats_of(tot.complete_us).p50_us / 1e6;
+            if (median_s > 0) {
+                m.median_gbps += static_cast<double>(tot.bytes) / ops / median_s / 1e9;
+                m.median_rows_per_s += static_cast<double>(tot.rows) / ops / median_s;
+            }
+        }
         submit.insert(submit.end(), tot.submit_us.begin(), tot.submit_us.end());
         complete.insert(complete.end(), tot.complete_us.begin(), tot.complete_us.end());
     }
     m.submit = stats_of(std::move(submit));
     m.complete = stats_of(std::move(complete));
     return m;
+}
+
+void report_as(Measurement &m, Statistic statistic)
+{
+    if (statistic != Statistic::median) return;
+    m.gbps = m.median_gbps;
+    m.rows_per_s = m.median_rows_per_s;
 }
 
 }  // namespace kvblob::bench

@@ -33,6 +33,9 @@ public:
     virtual void prepare() {}       // untimed, once
     virtual Sample step() = 0;      // one timed operation
     virtual void between() {}       // untimed, after each step
+    // How the lane moved its bytes, where it chose (a baseline's copy
+    // method and buffer alignment); empty where there is nothing to say.
+    virtual std::string method() const { return {}; }
 };
 
 struct Stats {
@@ -44,11 +47,21 @@ struct Measurement {
     double seconds = 0;  // wall time of the measured phase
     double gbps = 0;     // 1e9 bytes per second
     double rows_per_s = 0;
+    // The same from each lane's median operation: on a machine whose other
+    // work interrupts some operations, the mean is the interruptions' figure.
+    double median_gbps = 0, median_rows_per_s = 0;
     Stats submit, complete;
     std::string first_error;
+    std::string method;  // the first lane's method()
 };
 
 Measurement measure(unsigned threads, const Budget &budget,
                     const std::function<std::unique_ptr<Lane>(unsigned lane)> &make_lane);
+
+// How a point's throughput is reported: the mean over its timed operations
+// (the default), or its median operation's (kvblob-bench --statistic median).
+enum class Statistic { mean, median };
+// m with gbps and rows_per_s those of statistic.
+void report_as(Measurement &m, Statistic statistic);
 
 }  // namespace kvblob::bench

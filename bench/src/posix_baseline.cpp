@@ -2,7 +2,9 @@
 // pwrite + close of a new file (with the driver's fsync setting), a get is
 // open + pread + close, a probe is stat. No checksum, no reservation, no
 // atomic publish: what the file driver adds to these is what its ratio
-// shows.
+// shows. Its buffer is allocated as the driver lane's is (lane_memory.hpp):
+// a copy from the page cache runs at very different speeds into buffers at
+// different page offsets.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +15,9 @@
 #include <vector>
 
 #include "baseline.hpp"
+#include "copy_methods.hpp"
 #include "kvblob/host/batch.hpp"
+#include "lane_memory.hpp"
 
 namespace kvblob::bench {
 
@@ -60,6 +64,7 @@ public:
         if (p_.op != BenchOp::put && run(BenchOp::put).errors) throw std::runtime_error("cannot write the files to read");
     }
     Sample step() override { return run(p_.op); }
+    std::string method() const override { return "buffer at page offset " + std::to_string(page_offset(buf_.data())); }
     void between() override
     {
         if (p_.op != BenchOp::put) return;
@@ -102,7 +107,7 @@ private:
     const Point p_;
     const std::string fsync_;
     std::string dir_;
-    std::vector<uint8_t> buf_;
+    HostBuffer buf_;
 };
 
 }  // namespace

@@ -28,7 +28,8 @@ std::string measurement_json(const Measurement &m)
            ",\"seconds\":" + fixed(m.seconds, 4) + ",\"gbps\":" + fixed(m.gbps, 4) +
            ",\"rows_per_s\":" + fixed(m.rows_per_s, 1) + ",\"submit_us\":" + stats_json(m.submit) +
            ",\"complete_us\":" + stats_json(m.complete) +
-           (m.first_error.empty() ? "" : ",\"first_error\":" + json_quote(m.first_error)) + "}";
+           (m.first_error.empty() ? "" : ",\"first_error\":" + json_quote(m.first_error)) +
+           (m.method.empty() ? "" : ",\"method\":" + json_quote(m.method)) + "}";
 }
 
 }  // namespace
@@ -51,10 +52,13 @@ void print_table(std::ostream &out, const RunInfo &info, const std::vector<Resul
     out << "driver " << info.driver_name << " " << info.driver_version << " (" << info.driver_path << ")";
     for (const auto &o : info.options) out << " " << o;
     out << "\nbaseline " << (info.baseline_name.empty() ? "none: " + info.no_baseline_reason : info.baseline_name)
-        << "; " << fixed(info.duration_s, 2) << " s per point\n\n";
-    char line[256];
-    std::snprintf(line, sizeof line, "%-5s %6s %5s %3s %9s %11s %9s %19s %19s %9s %7s\n", "op", "size", "batch",
-                  "thr", "GB/s", "rows/s", "ns/row", "submit us p50/p99", "done us p50/p99", "base GB/s", "ratio");
+        << "; " << fixed(info.duration_s, 2) << " s per point; throughput from the " << info.statistic
+        << (info.statistic == "median" ? " operation" : " over the operations")
+        << "; every lane's rows in page-aligned memory\n\n";
+    char line[512];
+    std::snprintf(line, sizeof line, "%-5s %6s %5s %3s %9s %11s %9s %19s %19s %9s %7s  %s\n", "op", "size", "batch",
+                  "thr", "GB/s", "rows/s", "ns/row", "submit us p50/p99", "done us p50/p99", "base GB/s", "ratio",
+                  "baseline method");
     out << line;
     for (const auto &r : results) {
         if (!r.skipped.empty()) {
@@ -65,13 +69,14 @@ void print_table(std::ostream &out, const RunInfo &info, const std::vector<Resul
             continue;
         }
         const auto ratio = r.ratio();
-        std::snprintf(line, sizeof line, "%-5s %6s %5llu %3u %9.3f %11.0f %9.1f %9.1f/%-9.1f %9.1f/%-9.1f %9s %7s%s\n",
+        std::snprintf(line, sizeof line, "%-5s %6s %5llu %3u %9.3f %11.0f %9.1f %9.2f/%-9.2f %9.2f/%-9.2f %9s %7s  %s%s\n",
                       to_string(r.point.op), size_label(r.point.size).c_str(),
                       static_cast<unsigned long long>(r.point.batch), r.point.threads, r.driver.gbps,
                       r.driver.rows_per_s, r.ns_per_row(), r.driver.submit.p50_us, r.driver.submit.p99_us,
                       r.driver.complete.p50_us, r.driver.complete.p99_us,
                       r.baseline ? fixed(r.point.op == BenchOp::probe ? 0 : r.baseline->gbps, 3).c_str() : "-",
                       ratio ? fixed(*ratio, 2).c_str() : "-",
+                      r.baseline && !r.baseline->method.empty() ? r.baseline->method.c_str() : "-",
                       r.driver.errors ? ("  ERRORS: " + r.driver.first_error).c_str() : "");
         out << line;
     }
@@ -84,7 +89,7 @@ void write_json(std::ostream &out, const RunInfo &info, const std::vector<Result
         << ",\"options\":" << json_string_array(info.options) << "},\"baseline\":"
         << (info.baseline_name.empty() ? "null" : json_quote(info.baseline_name));
     if (info.baseline_name.empty()) out << ",\"no_baseline_reason\":" << json_quote(info.no_baseline_reason);
-    out << ",\"duration_s\":" << fixed(info.duration_s, 3) << ",\"byte_budget\":" << info.byte_budget
+    out << ",\"statistic\":" << json_quote(info.statistic) << ",\"duration_s\":" << fixed(info.duration_s, 3) << ",\"byte_budget\":" << info.byte_budget
         << ",\"points\":[";
     for (size_t i = 0; i < results.size(); ++i) {
         const auto &r = results[i];
@@ -105,7 +110,8 @@ void write_json(std::ostream &out, const RunInfo &info, const std::vector<Result
 void write_csv(std::ostream &out, const RunInfo &info, const std::vector<Result> &results)
 {
     out << "driver,op,size,batch,threads,gbps,rows_per_s,ns_per_row,submit_p50_us,submit_p99_us,complete_p50_us,"
-           "complete_p99_us,errors,baseline,baseline_gbps,baseline_rows_per_s,ratio_to_baseline,skipped\n";
+           "complete_p99_us,errors,baseline,baseline_gbps,baseline_rows_per_s,ratio_to_baseline,skipped,"
+           "baseline_method\n";
     for (const auto &r : results) {
         const auto ratio = r.ratio();
         const bool ran = r.skipped.empty();
@@ -117,7 +123,7 @@ void write_csv(std::ostream &out, const RunInfo &info, const std::vector<Result>
             << (ran ? fixed(r.driver.complete.p99_us, 3) : "") << "," << r.driver.errors << ","
             << (r.baseline ? info.baseline_name : "") << "," << (r.baseline ? fixed(r.baseline->gbps, 4) : "") << ","
             << (r.baseline ? fixed(r.baseline->rows_per_s, 1) : "") << "," << (ratio ? fixed(*ratio, 4) : "") << ","
-            << "\"" << r.skipped << "\"\n";
+            << "\"" << r.skipped << "\",\"" << (r.baseline ? r.baseline->method : "") << "\"\n";
     }
 }
 

@@ -27,6 +27,7 @@ struct RunInfo {
     std::vector<std::string> options;
     double duration_s = 0;
     uint64_t byte_budget = 0;
+    std::string statistic = "mean";  // how throughput is reported (measure.hpp)
 };
 
 void print_table(std::ostream &out, const RunInfo &info, const std::vector<Result> &results);
