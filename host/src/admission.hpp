@@ -2,12 +2,17 @@
 // batch that breaks a declared limit or names memory the host does not know
 // is refused here, and the driver is never called (R-ADM-3 .. R-ADM-7).
 // Internal to the host library.
+//
+// It runs on every operation an engine submits, so a batch it admits costs
+// no allocation per row: words are put together only for a refusal, and the
+// check for repeated keys uses a table each thread keeps and reuses.
 #pragma once
 
 #include <kvblob/kvblob.h>
 
-#include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kvblob/host/driver.hpp"
@@ -29,9 +34,27 @@ struct AdmissionVerdict {
     std::vector<kvblob_region_t *> regions;  // distinct regions the batch names
 };
 
-// Checks batch against caps and the live registrations (find returns null
-// for a handle the host does not know).
-AdmissionVerdict admit(const kvblob_caps_t &caps, OpKind kind, const kvblob_batch_t &batch,
-                       const std::function<const RegionRecord *(kvblob_region_t *)> &find);
+// How admit finds a registration: any callable taking a region handle and
+// returning its record, or null for a handle the host does not know. Holds
+// a reference to the callable, which outlives the call (no std::function:
+// nothing is copied or allocated per operation).
+class RegionFinder {
+public:
+    template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, RegionFinder>>>
+    RegionFinder(const F &find)  // NOLINT: converts from any callable, as std::function would
+        : context_(&find), call_([](const void *c, kvblob_region_t *r) -> const RegionRecord * {
+              return (*static_cast<const F *>(c))(r);
+          })
+    {
+    }
+    const RegionRecord *operator()(kvblob_region_t *r) const { return call_(context_, r); }
+
+private:
+    const void *context_;
+    const RegionRecord *(*call_)(const void *, kvblob_region_t *);
+};
+
+// Checks batch against caps and the live registrations.
+AdmissionVerdict admit(const kvblob_caps_t &caps, OpKind kind, const kvblob_batch_t &batch, RegionFinder find);
 
 }  // namespace kvblob

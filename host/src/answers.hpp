@@ -3,13 +3,14 @@
 // becomes FAULT; a final result that changes keeps its first value (results
 // never change once final, R-ROW-1: the engine may have acted on it). The
 // caller learns which rule the driver broke. Internal to the host.
+//
+// One row at a time, into the caller's own storage: fetching results costs
+// no allocation per row, and words only for a row whose driver broke a rule.
 #pragma once
 
 #include <kvblob/kvblob.h>
 
-#include <optional>
 #include <string>
-#include <vector>
 
 #include "kvblob/host/driver.hpp"
 
@@ -17,14 +18,14 @@ namespace kvblob {
 
 struct CheckedRow {
     RowStatus status;
-    std::string broken_rule;  // empty when the driver's answer stood
+    const char *broken_rule = nullptr;  // null when the driver's answer stood
     std::string why;
 };
 
-// raw: what the driver answered for a final operation (results_status is the
-// slot's own status); first_final: what was answered the first time, if any.
-std::vector<CheckedRow> check_answers(OpKind kind, bool cancel_requested, kvblob_status results_status,
-                                      const std::vector<kvblob_row_status_t> &raw,
-                                      const std::optional<std::vector<RowStatus>> &first_final);
+// raw: what the driver answered for one row of a final operation
+// (results_status is the slot's own status); first_final: what was answered
+// for that row the first time, if anything was.
+CheckedRow check_answer(OpKind kind, bool cancel_requested, kvblob_status results_status,
+                        const kvblob_row_status_t &raw, const RowStatus *first_final);
 
 }  // namespace kvblob

@@ -148,6 +148,7 @@ void DriverCore::threw(const char *slot, const std::string &what) noexcept
 {
     try {
         std::lock_guard lock(thrown_mu_);
+        thrown_pending_.store(true, std::memory_order_release);
         thrown_.push_back("driver " + name + " threw a C++ exception out of " + slot +
                           " across the C ABI (" + what + "); the call is taken as refused, not final, its access "
                           "open: nothing the driver may touch is given back");
@@ -157,10 +158,12 @@ void DriverCore::threw(const char *slot, const std::string &what) noexcept
 
 void DriverCore::flush_thrown()
 {
+    if (!thrown_pending_.load(std::memory_order_acquire)) return;
     std::vector<std::string> lines;
     {
         std::lock_guard lock(thrown_mu_);
         lines.swap(thrown_);
+        thrown_pending_.store(false, std::memory_order_relaxed);
     }
     for (const auto &line : lines) note(KVBLOB_LOG_MISBEHAVING, line);
 }
@@ -195,6 +198,7 @@ kvblob_status DriverCore::bounded_drain(std::chrono::nanoseconds timeout)
     drain_blocked_.store(true);
     library->pin();
     std::lock_guard lock(thrown_mu_);
+    thrown_pending_.store(true, std::memory_order_release);
     thrown_.push_back("driver " + name + "'s drain did not return within its timeout and " +
                       std::to_string(drain_grace.count()) +
                       " s more; it is left running, and nothing it may touch is freed");
@@ -411,8 +415,14 @@ std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
     Locked locked(*this);
     OpRecord &record = record_of(op, "results");
     const bool final = observe_final(op, record);
-    std::vector<kvblob_row_status_t> raw(record.rows);
-    for (auto &r : raw) r = {sizeof(kvblob_row_status_t), KVBLOB_ROW_PENDING, 0, 0};
+    // The driver's answers land in a buffer this thread keeps for the next
+    // operation (a very large one gets its own, not kept): fetching results
+    // allocates the vector returned, and the first final copy once.
+    constexpr uint64_t kept_rows = 4096;
+    thread_local std::vector<kvblob_row_status_t> kept;
+    std::vector<kvblob_row_status_t> own;
+    std::vector<kvblob_row_status_t> &raw = record.rows <= kept_rows ? kept : own;
+    raw.assign(record.rows, kvblob_row_status_t{sizeof(kvblob_row_status_t), KVBLOB_ROW_PENDING, 0, 0});
     const kvblob_status st = record.rows ? call(&kvblob_plugin_t::results, "results", KVBLOB_E_INTERNAL, handle, op,
                                                  uint64_t{0}, record.rows, raw.data())
                                           : KVBLOB_OK;
@@ -422,14 +432,15 @@ std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
             out[i] = {st == KVBLOB_OK ? raw[i].result : KVBLOB_ROW_PENDING, raw[i].driver_code};
         return out;
     }
-    auto checked = check_answers(record.kind, record.cancel_requested, st, raw, record.first_final);
-    for (size_t i = 0; i < checked.size(); ++i) {
-        out[i] = checked[i].status;
-        if (checked[i].broken_rule.empty()) continue;
-        record.host_messages[i] = "host: driver broke " + checked[i].broken_rule + ": " + checked[i].why;
-        if (record.rules_logged.insert(checked[i].broken_rule).second)
-            queue_note(KVBLOB_LOG_MISBEHAVING, "driver " + name + " broke " + checked[i].broken_rule + " (row " +
-                                             std::to_string(i) + "): " + checked[i].why);
+    const RowStatus *first = record.first_final ? record.first_final->data() : nullptr;
+    for (size_t i = 0; i < raw.size(); ++i) {
+        CheckedRow checked = check_answer(record.kind, record.cancel_requested, st, raw[i], first ? first + i : nullptr);
+        out[i] = checked.status;
+        if (!checked.broken_rule) continue;
+        record.host_messages[i] = std::string("host: driver broke ") + checked.broken_rule + ": " + checked.why;
+        if (record.rules_logged.insert(checked.broken_rule).second)
+            queue_note(KVBLOB_LOG_MISBEHAVING, "driver " + name + " broke " + checked.broken_rule + " (row " +
+                                             std::to_string(i) + "): " + checked.why);
     }
     if (!record.first_final) record.first_final = out;
     return out;

@@ -191,6 +191,9 @@ private:
     std::vector<std::pair<kvblob_log_level, std::string>> queued_notes_;
     std::mutex thrown_mu_;  // a leaf: never held while anything else is called
     std::vector<std::string> thrown_;
+    // Whether thrown_ may hold lines: every call flushes, almost always
+    // nothing, and a look at this costs less than taking thrown_mu_.
+    std::atomic<bool> thrown_pending_{false};
     std::atomic<bool> drain_blocked_{false};  // a drain never returned: never call it again
     bool closed_ = false;
 };
