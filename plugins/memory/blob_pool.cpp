@@ -14,7 +14,7 @@ size_t BlobPool::size_class(size_t size)
 std::shared_ptr<Blob> BlobPool::make(size_t size)
 {
     const size_t capacity = size_class(size);
-    std::unique_ptr<uint8_t[]> bytes;
+    BlobBytes bytes;
     {
         std::lock_guard lock(mu_);
         auto it = idle_.find(capacity);
@@ -24,7 +24,8 @@ std::shared_ptr<Blob> BlobPool::make(size_t size)
             idle_bytes_ -= capacity;
         }
     }
-    if (!bytes) bytes.reset(new uint8_t[capacity]);  // default-initialised: no zeroing pass
+    if (!bytes)  // uninitialised: no zeroing pass
+        bytes.reset(static_cast<uint8_t *>(::operator new[](capacity, blob_alignment)));
     std::weak_ptr<BlobPool> pool = weak_from_this();
     return std::shared_ptr<Blob>(new Blob(std::move(bytes), size, capacity), [pool](Blob *b) {
         if (auto p = pool.lock()) p->give_back(std::move(b->bytes_), b->capacity_);
@@ -32,7 +33,7 @@ std::shared_ptr<Blob> BlobPool::make(size_t size)
     });
 }
 
-void BlobPool::give_back(std::unique_ptr<uint8_t[]> bytes, size_t capacity)
+void BlobPool::give_back(BlobBytes bytes, size_t capacity)
 {
     std::lock_guard lock(mu_);
     if (idle_bytes_ + capacity > max_idle_bytes_) return;  // freed with bytes

@@ -10,15 +10,25 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <vector>
 
 namespace kvblob::memory {
+
+// An object's buffer starts at a cache line: the copy-and-checksum's 64-byte
+// stores and loads never straddle two lines (each that did would cost a
+// second access).
+constexpr std::align_val_t blob_alignment{64};
+struct BlobBytesFree {
+    void operator()(uint8_t *p) const { ::operator delete[](p, blob_alignment); }
+};
+using BlobBytes = std::unique_ptr<uint8_t[], BlobBytesFree>;
 
 // An object's bytes: payload and trailer. Written once by the put that
 // builds it, immutable once published.
 class Blob {
 public:
-    Blob(std::unique_ptr<uint8_t[]> bytes, size_t size, size_t capacity)
+    Blob(BlobBytes bytes, size_t size, size_t capacity)
         : bytes_(std::move(bytes)), size_(size), capacity_(capacity)
     {
     }
@@ -29,7 +39,7 @@ public:
 
 private:
     friend class BlobPool;
-    std::unique_ptr<uint8_t[]> bytes_;
+    BlobBytes bytes_;
     size_t size_, capacity_;
 };
 
@@ -45,11 +55,11 @@ public:
     static size_t size_class(size_t size);
 
 private:
-    void give_back(std::unique_ptr<uint8_t[]> bytes, size_t capacity);
+    void give_back(BlobBytes bytes, size_t capacity);
 
     const uint64_t max_idle_bytes_;
     std::mutex mu_;
-    std::map<size_t, std::vector<std::unique_ptr<uint8_t[]>>> idle_;
+    std::map<size_t, std::vector<BlobBytes>> idle_;
     uint64_t idle_bytes_ = 0;
 };
 

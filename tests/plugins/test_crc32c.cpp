@@ -3,7 +3,9 @@
 // alignments that cross the three-stripe blocks of the hardware path.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kvblob/host/batch.hpp"
@@ -51,4 +53,44 @@ TEST_CASE("crc32c: plain and fused-copy checksums match a bitwise reference at e
             CHECK(crc32c(crc32c(0, src.data() + offset, half), src.data() + offset + half, n - half) == expected);
         }
     }
+}
+
+TEST_CASE("crc32c: every implementation this CPU runs gives the portable one's checksum, at random sizes and alignments")
+{
+    using namespace kvblob::support;
+    const auto &paths = crc32c_paths();
+    REQUIRE(!paths.empty());
+    CHECK(std::string(paths.front().name) == "portable");
+    std::vector<uint8_t> src(300 * 1024), dst(src.size() + 64);
+    fill_pattern(src.data(), src.size(), 11);
+    uint64_t state = 0x9E3779B97F4A7C15ull;  // a fixed sequence: a failure reruns as it failed
+    auto next = [&] {
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        return state;
+    };
+    for (int trial = 0; trial < 400; ++trial) {
+        // Mostly small and mid sizes, where the paths switch over; some up
+        // to the whole buffer.
+        const size_t limit = trial % 4 == 0 ? src.size() - 64 : trial % 4 == 1 ? 20000 : 1100;
+        const size_t n = next() % limit;
+        const size_t from = next() % 64, to = next() % 64;
+        const uint32_t seed = trial % 3 == 0 ? 0 : static_cast<uint32_t>(next());
+        CAPTURE(n);
+        CAPTURE(from);
+        CAPTURE(to);
+        const uint32_t expected = paths.front().plain(seed, src.data() + from, n);
+        for (const auto &path : paths) {
+            CAPTURE(path.name);
+            CHECK(path.plain(seed, src.data() + from, n) == expected);
+            std::fill(dst.begin(), dst.end(), 0xA5);
+            CHECK(path.copy(seed, dst.data() + to, src.data() + from, n) == expected);
+            CHECK(std::memcmp(dst.data() + to, src.data() + from, n) == 0);
+            // Not a byte before or after the destination is written.
+            CHECK(std::count(dst.begin(), dst.begin() + to, 0xA5) == static_cast<long>(to));
+            CHECK(std::count(dst.begin() + to + n, dst.end(), 0xA5) == static_cast<long>(dst.size() - to - n));
+        }
+        CHECK(crc32c(seed, src.data() + from, n) == expected);
+    }
+    // The reference check value through each path.
+    for (const auto &path : paths) CHECK(path.plain(0, "123456789", 9) == 0xE3069283u);
 }

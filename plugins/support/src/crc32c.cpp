@@ -2,9 +2,10 @@
 
 #include <array>
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__)
-#include <nmmintrin.h>
+#include <immintrin.h>
 #endif
 
 namespace kvblob::support {
@@ -116,24 +117,27 @@ const StripeShift &stripe_shift()
     return shift;
 }
 
-// Three stripes at a time; with Copy, the bytes are copied in the same pass.
+// Three stripes at a time. With Copy, each block of three stripes is first
+// copied (memcpy's wide loads and stores), then checksummed from the copy
+// while it is still in the cache: a loop that moved eight bytes per crc32
+// instruction through scalar loads and stores ran at half the speed.
 template <bool Copy>
 __attribute__((target("sse4.2"))) uint32_t crc_striped(uint32_t crc, uint8_t *d, const uint8_t *s, size_t n)
 {
     const StripeShift &shift = stripe_shift();
     uint64_t c0 = crc;
     while (n >= 3 * stripe) {
+        const uint8_t *from = s;
+        if constexpr (Copy) {
+            std::memcpy(d, s, 3 * stripe);
+            from = d;  // checksummed from the copy, hot
+        }
         uint64_t c1 = 0, c2 = 0;
         for (size_t i = 0; i < stripe; i += 8) {
             uint64_t a, b, c;
-            std::memcpy(&a, s + i, 8);
-            std::memcpy(&b, s + stripe + i, 8);
-            std::memcpy(&c, s + 2 * stripe + i, 8);
-            if constexpr (Copy) {
-                std::memcpy(d + i, &a, 8);
-                std::memcpy(d + stripe + i, &b, 8);
-                std::memcpy(d + 2 * stripe + i, &c, 8);
-            }
+            std::memcpy(&a, from + i, 8);
+            std::memcpy(&b, from + stripe + i, 8);
+            std::memcpy(&c, from + 2 * stripe + i, 8);
             c0 = _mm_crc32_u64(c0, a);
             c1 = _mm_crc32_u64(c1, b);
             c2 = _mm_crc32_u64(c2, c);
@@ -147,6 +151,113 @@ __attribute__((target("sse4.2"))) uint32_t crc_striped(uint32_t crc, uint8_t *d,
     if constexpr (Copy) return crc_copy_sse42(static_cast<uint32_t>(c0), d, s, n);
     return crc_sse42(static_cast<uint32_t>(c0), s, n);
 }
+
+// Carry-less multiply folding (Intel, "Fast CRC Computation for Generic
+// Polynomials Using PCLMULQDQ"), 256 bytes per step in four 512-bit
+// registers, the bytes stored to the destination as they are loaded: one
+// pass at close to the speed of a plain copy, where crc32 instructions
+// alone stop at eight bytes a cycle.
+//
+// A 16-byte block B at bit distance F before a later block is congruent,
+// modulo the polynomial, to H * x^(64+F) + L * x^F there (H: its first
+// eight bytes, the high-degree half in the reflected order; L: the other
+// eight). Each product is one carry-less multiply by a constant computed
+// below, and the register of folded blocks keeps the checksum of everything
+// folded so far: the raw CRC of those blocks, as a message, is the raw CRC
+// of the bytes they stand for. The last 64 bytes of folded blocks and the
+// tail are finished with crc32 instructions.
+struct FoldConstants {
+    uint64_t k_high, k_low;  // for H and for L
+};
+
+// x^e modulo the CRC32C polynomial, in the normal (unreflected) order.
+uint32_t xpow_mod(uint32_t e)
+{
+    uint64_t r = 1;
+    for (uint32_t i = 0; i < e; ++i) {
+        r <<= 1;
+        if (r >> 32) r ^= 0x11EDC6F41ull;
+    }
+    return static_cast<uint32_t>(r);
+}
+
+uint32_t reflect32(uint32_t v)
+{
+    uint32_t r = 0;
+    for (int i = 0; i < 32; ++i)
+        if (v & (1u << i)) r |= 1u << (31 - i);
+    return r;
+}
+
+// The constants of a fold over F bits. A carry-less product of two
+// reflected 64-bit values comes out multiplied by x once more than the
+// product of what they stand for, hence the exponents one short.
+FoldConstants fold_over(uint32_t bits)
+{
+    return {uint64_t{reflect32(xpow_mod(64 + bits - 1))} << 32, uint64_t{reflect32(xpow_mod(bits - 1))} << 32};
+}
+
+struct FoldTables {
+    FoldConstants by256 = fold_over(256 * 8), by64 = fold_over(64 * 8);
+};
+
+const FoldTables &fold_tables()
+{
+    static const FoldTables t;
+    return t;
+}
+
+__attribute__((target("avx512f,vpclmulqdq"))) inline __m512i fold(__m512i acc, __m512i k, __m512i next)
+{
+    return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(acc, k, 0x00), _mm512_clmulepi64_epi128(acc, k, 0x11),
+                                     next, 0x96);
+}
+
+__attribute__((target("avx512f"))) inline __m512i broadcast(const FoldConstants &c)
+{
+    return _mm512_broadcast_i32x4(_mm_set_epi64x(static_cast<long long>(c.k_low), static_cast<long long>(c.k_high)));
+}
+
+// 64 bytes at s + at, stored to d + at as well with Copy.
+template <bool Copy>
+__attribute__((target("avx512f"))) inline __m512i load_block(uint8_t *d, const uint8_t *s, size_t at)
+{
+    const __m512i v = _mm512_loadu_si512(s + at);
+    if constexpr (Copy) _mm512_storeu_si512(d + at, v);
+    return v;
+}
+
+template <bool Copy>
+__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) uint32_t crc_fold512(uint32_t crc, uint8_t *d,
+                                                                           const uint8_t *s, size_t n)
+{
+    if (n < 256) {
+        if constexpr (Copy) return crc_copy_sse42(crc, d, s, n);
+        return crc_sse42(crc, s, n);
+    }
+    __m512i a0 = _mm512_xor_si512(load_block<Copy>(d, s, 0), _mm512_castsi128_si512(_mm_cvtsi32_si128(static_cast<int>(crc))));
+    __m512i a1 = load_block<Copy>(d, s, 64), a2 = load_block<Copy>(d, s, 128), a3 = load_block<Copy>(d, s, 192);
+    size_t at = 256;
+    const __m512i k256 = broadcast(fold_tables().by256);
+    for (; n - at >= 256; at += 256) {
+        a0 = fold(a0, k256, load_block<Copy>(d, s, at));
+        a1 = fold(a1, k256, load_block<Copy>(d, s, at + 64));
+        a2 = fold(a2, k256, load_block<Copy>(d, s, at + 128));
+        a3 = fold(a3, k256, load_block<Copy>(d, s, at + 192));
+    }
+    // The four registers into one, then 64 bytes at a time.
+    const __m512i k64 = broadcast(fold_tables().by64);
+    a1 = fold(a0, k64, a1);
+    a2 = fold(a1, k64, a2);
+    a3 = fold(a2, k64, a3);
+    for (; n - at >= 64; at += 64) a3 = fold(a3, k64, load_block<Copy>(d, s, at));
+    alignas(64) uint64_t folded[8];
+    _mm512_store_si512(folded, a3);
+    uint64_t c = 0;
+    for (uint64_t v : folded) c = _mm_crc32_u64(c, v);
+    if constexpr (Copy) return crc_copy_sse42(static_cast<uint32_t>(c), d + at, s + at, n - at);
+    return crc_sse42(static_cast<uint32_t>(c), s + at, n - at);
+}
 #endif
 
 bool detect_hardware()
@@ -158,30 +269,84 @@ bool detect_hardware()
 #endif
 }
 
+bool detect_folding()
+{
+#if defined(__x86_64__)
+    return __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("vpclmulqdq");
+#else
+    return false;
+#endif
+}
+
 const bool hardware = detect_hardware();
+const bool folding = detect_folding();
+
+uint32_t plain_portable(uint32_t crc, const void *data, size_t n)
+{
+    return ~crc_portable(~crc, static_cast<const uint8_t *>(data), n);
+}
+uint32_t copy_portable(uint32_t crc, void *dst, const void *src, size_t n)
+{
+    std::memcpy(dst, src, n);
+    return plain_portable(crc, dst, n);
+}
+
+#if defined(__x86_64__)
+uint32_t plain_striped(uint32_t crc, const void *data, size_t n)
+{
+    return ~crc_striped<false>(~crc, nullptr, static_cast<const uint8_t *>(data), n);
+}
+uint32_t copy_striped(uint32_t crc, void *dst, const void *src, size_t n)
+{
+    return ~crc_striped<true>(~crc, static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), n);
+}
+uint32_t plain_folded(uint32_t crc, const void *data, size_t n)
+{
+    return ~crc_fold512<false>(~crc, nullptr, static_cast<const uint8_t *>(data), n);
+}
+uint32_t copy_folded(uint32_t crc, void *dst, const void *src, size_t n)
+{
+    return ~crc_fold512<true>(~crc, static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), n);
+}
+#endif
+
+std::vector<Crc32cPath> detect_paths()
+{
+    std::vector<Crc32cPath> paths{{"portable", &plain_portable, &copy_portable}};
+#if defined(__x86_64__)
+    if (hardware) paths.push_back({"sse4.2-3way", &plain_striped, &copy_striped});
+    if (folding) paths.push_back({"avx512-vpclmul", &plain_folded, &copy_folded});
+#endif
+    return paths;
+}
 
 }  // namespace
 
 bool crc32c_hardware() { return hardware; }
 
+const std::vector<Crc32cPath> &crc32c_paths()
+{
+    static const std::vector<Crc32cPath> paths = detect_paths();
+    return paths;
+}
+
 uint32_t crc32c(uint32_t crc, const void *data, size_t n)
 {
-    auto p = static_cast<const uint8_t *>(data);
-    crc = ~crc;
 #if defined(__x86_64__)
-    if (hardware) return ~crc_striped<false>(crc, nullptr, p, n);
+    if (folding) return plain_folded(crc, data, n);
+    if (hardware) return plain_striped(crc, data, n);
 #endif
-    return ~crc_portable(crc, p, n);
+    return plain_portable(crc, data, n);
 }
 
 uint32_t crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n)
 {
 #if defined(__x86_64__)
-    if (hardware)
-        return ~crc_striped<true>(~crc, static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), n);
+    if (folding) return copy_folded(crc, dst, src, n);
+    if (hardware) return copy_striped(crc, dst, src, n);
 #endif
-    std::memcpy(dst, src, n);
-    return crc32c(crc, dst, n);
+    return copy_portable(crc, dst, src, n);
 }
 
 }  // namespace kvblob::support

@@ -1,10 +1,13 @@
 // CRC32C (Castagnoli), the checksum every bundled driver stores with its
-// objects. Uses the SSE4.2 crc32 instruction when the CPU has it (checked
-// once at run time), a slicing-by-8 table otherwise.
+// objects. The CPU is asked once, at run time, what it has: carry-less
+// multiply folding over 512-bit registers (AVX-512 and VPCLMULQDQ), else
+// the SSE4.2 crc32 instruction in three independent streams, else a
+// slicing-by-8 table. Each gives the same checksum.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace kvblob::support {
 
@@ -17,5 +20,14 @@ uint32_t crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n);
 
 // True when the hardware instruction is in use.
 bool crc32c_hardware();
+
+// Each implementation this CPU runs, the portable one first and the one in
+// use last: for tests that hold them to one another, and for measuring.
+struct Crc32cPath {
+    const char *name;
+    uint32_t (*plain)(uint32_t crc, const void *data, size_t n);
+    uint32_t (*copy)(uint32_t crc, void *dst, const void *src, size_t n);
+};
+const std::vector<Crc32cPath> &crc32c_paths();
 
 }  // namespace kvblob::support
