@@ -124,6 +124,11 @@ int main(int argc, char **argv)
         ->transform(cli::Count(max_tokens, true));
     app.add_option("--turn-tokens", turn_tokens, "Tokens per conversation turn")->transform(cli::Count(max_tokens));
     app.add_option("--salt", salt, "What separates this model's blocks from others' (model, dtype)");
+    std::string block_hash_name = "sha256";
+    app.add_option("--block-hash", block_hash_name,
+                   "How blocks are named: sha256, or xxh3 (faster; only where every request's tokens are trusted)")
+        ->check(CLI::IsMember({"sha256", "xxh3"}))
+        ->capture_default_str();
     app.add_option("--seed", seed, "Seed of the workload");
     double timeout_s = 30;
     app.add_option("--timeout", timeout_s, "Seconds an operation may take, and a slot may wait for a driver to let go")
@@ -132,6 +137,7 @@ int main(int argc, char **argv)
     app.footer("Exit codes: 0 verified; 1 wrong bytes reported READY, or the run failed; 2 usage error; 3 config or driver refused.");
     if (auto done = kvblob::cli::parse(app, argc, argv)) return *done;
     op_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+    const kvblob::BlockHash block_hash = kvblob::parse_block_hash(block_hash_name);
     {
         // What the run holds at once: every request's tokens, and two
         // instances' caches of a slot and a spare per block of a request
@@ -160,7 +166,8 @@ int main(int argc, char **argv)
             return 2;
         }
         std::cout << "kvblob-engine: driver " << plugin.name() << " " << plugin.version() << " from " << config_path
-                  << "; " << requests << " requests of " << pages << " blocks of " << block_bytes << " bytes\n";
+                  << "; " << requests << " requests of " << pages << " blocks of " << block_bytes << " bytes, named by "
+                  << kvblob::to_string(block_hash) << "\n";
         Instance publisher(plugin, config, pages, block_bytes), fetcher(plugin, config, pages, block_bytes);
 
         // The publisher served every other request earlier: it computes their
@@ -168,7 +175,7 @@ int main(int argc, char **argv)
         uint64_t published = 0;
         Clock::duration publish_time{};
         for (size_t i = 0; i < workload.size(); i += 2) {
-            const auto keys = kvblob::block_keys("sim", workload[i].tokens, block_tokens, salt);
+            const auto keys = kvblob::block_keys("sim", workload[i].tokens, block_tokens, salt, block_hash);
             const auto offsets = publisher.writable(0, keys.size());  // the last put may still read a slot
             for (size_t b = 0; b < keys.size(); ++b) engine::compute_block(keys[b], publisher.bytes(b), block_bytes);
             const auto t0 = Clock::now();
@@ -184,7 +191,7 @@ int main(int argc, char **argv)
         uint64_t wanted = 0, delivered = 0, full_hits = 0, wrong = 0, fetched_bytes = 0;
         Clock::duration fetch_time{};
         for (size_t i = 0; i < workload.size(); ++i) {
-            const auto keys = kvblob::block_keys("sim", workload[i].tokens, block_tokens, salt);
+            const auto keys = kvblob::block_keys("sim", workload[i].tokens, block_tokens, salt, block_hash);
             wanted += keys.size();
             const auto t0 = Clock::now();
             const size_t stored = kvblob::stored_prefix(fetcher.driver, keys, op_timeout);

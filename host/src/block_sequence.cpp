@@ -7,14 +7,10 @@
 #include <thread>
 
 #include "kvblob/host/batch.hpp"
-#include "kvblob/host/key_codec.hpp"
-#include "kvblob/host/sha256.hpp"
 
 namespace kvblob {
 
 namespace {
-
-constexpr size_t name_bytes = 16;  // 128 bits of the chain value name a block
 
 std::vector<RowStatus> settle(Operation &op, std::chrono::milliseconds timeout)
 {
@@ -24,26 +20,6 @@ std::vector<RowStatus> settle(Operation &op, std::chrono::milliseconds timeout)
 }
 
 }  // namespace
-
-std::vector<std::string> block_keys(std::string_view prefix, std::span<const int32_t> tokens,
-                                    size_t tokens_per_block, std::string_view salt)
-{
-    if (tokens_per_block == 0) throw std::invalid_argument("tokens_per_block must be positive");
-    std::vector<std::string> keys;
-    std::array<uint8_t, 32> chain = sha256_digest(salt);
-    std::string input;
-    for (size_t start = 0; start + tokens_per_block <= tokens.size(); start += tokens_per_block) {
-        input.assign(reinterpret_cast<const char *>(chain.data()), chain.size());
-        for (size_t t = start; t < start + tokens_per_block; ++t) {
-            const auto v = static_cast<uint32_t>(tokens[t]);
-            const char le[4] = {char(v), char(v >> 8), char(v >> 16), char(v >> 24)};  // one byte order everywhere
-            input.append(le, 4);
-        }
-        chain = sha256_digest(input);
-        keys.push_back(encode_key(prefix, std::string_view(reinterpret_cast<const char *>(chain.data()), name_bytes)));
-    }
-    return keys;
-}
 
 size_t resume_bound(const std::vector<RowStatus> &results)
 {

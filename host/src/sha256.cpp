@@ -1,10 +1,9 @@
 #include "kvblob/host/sha256.hpp"
 
+#include <openssl/evp.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -14,117 +13,73 @@ namespace kvblob {
 
 namespace {
 
-constexpr std::array<uint32_t, 64> k = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+[[noreturn]] void openssl_failed(const char *what)
+{
+    throw std::runtime_error(std::string("OpenSSL's SHA-256: ") + what + " failed");
+}
 
-uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-class Sha256 {
-public:
-    void update(const uint8_t *p, size_t n)
-    {
-        length_ += n;
-        while (n > 0) {
-            size_t take = std::min(n, block_.size() - used_);
-            std::memcpy(block_.data() + used_, p, take);
-            used_ += take;
-            p += take;
-            n -= take;
-            if (used_ == block_.size()) {
-                compress(block_.data());
-                used_ = 0;
-            }
-        }
+std::string hex(const std::array<uint8_t, 32> &digest)
+{
+    std::string out;
+    out.reserve(2 * digest.size());
+    for (uint8_t byte : digest) {
+        out += "0123456789abcdef"[byte >> 4];
+        out += "0123456789abcdef"[byte & 0xF];
     }
-
-    std::array<uint8_t, 32> digest()
-    {
-        finish();
-        std::array<uint8_t, 32> out{};
-        for (size_t i = 0; i < 8; ++i)
-            for (size_t b = 0; b < 4; ++b) out[4 * i + b] = static_cast<uint8_t>(h_[i] >> (24 - 8 * b));
-        return out;
-    }
-
-    std::string hex_digest()
-    {
-        std::string out;
-        for (uint8_t byte : digest()) {
-            out += "0123456789abcdef"[byte >> 4];
-            out += "0123456789abcdef"[byte & 0xF];
-        }
-        return out;
-    }
-
-private:
-    // Pads and processes the last block (FIPS 180-4 5.1.1).
-    void finish()
-    {
-        const uint64_t bits = length_ * 8;
-        const uint8_t one = 0x80, zero = 0;
-        update(&one, 1);
-        while (used_ != 56) update(&zero, 1);
-        uint8_t len[8];
-        for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
-        update(len, 8);
-    }
-
-    void compress(const uint8_t *block)
-    {
-        uint32_t w[64];
-        for (int i = 0; i < 16; ++i)
-            w[i] = uint32_t(block[4 * i]) << 24 | uint32_t(block[4 * i + 1]) << 16 | uint32_t(block[4 * i + 2]) << 8 |
-                   block[4 * i + 3];
-        for (int i = 16; i < 64; ++i) {
-            uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-            uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-            w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-        }
-        uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-        for (int i = 0; i < 64; ++i) {
-            uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
-            uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-            h = g;
-            g = f;
-            f = e;
-            e = d + t1;
-            d = c;
-            c = b;
-            b = a;
-            a = t1 + t2;
-        }
-        h_[0] += a, h_[1] += b, h_[2] += c, h_[3] += d, h_[4] += e, h_[5] += f, h_[6] += g, h_[7] += h;
-    }
-
-    std::array<uint32_t, 8> h_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    std::array<uint8_t, 64> block_{};
-    size_t used_ = 0;
-    uint64_t length_ = 0;
-};
+    return out;
+}
 
 }  // namespace
+
+Sha256::Sha256() : md_(EVP_MD_fetch(nullptr, "SHA256", nullptr)), ctx_(EVP_MD_CTX_new())
+{
+    if (!md_ || !ctx_) {
+        EVP_MD_free(md_);
+        EVP_MD_CTX_free(ctx_);
+        openssl_failed(md_ ? "EVP_MD_CTX_new" : "EVP_MD_fetch(\"SHA256\")");
+    }
+    try {
+        restart();
+    } catch (...) {
+        EVP_MD_CTX_free(ctx_);
+        EVP_MD_free(md_);
+        throw;
+    }
+}
+
+Sha256::~Sha256()
+{
+    EVP_MD_CTX_free(ctx_);
+    EVP_MD_free(md_);
+}
+
+void Sha256::restart()
+{
+    if (EVP_DigestInit_ex(ctx_, md_, nullptr) != 1) openssl_failed("EVP_DigestInit_ex");
+}
+
+void Sha256::update(const void *data, size_t size)
+{
+    if (size && EVP_DigestUpdate(ctx_, data, size) != 1) openssl_failed("EVP_DigestUpdate");
+}
+
+std::array<uint8_t, 32> Sha256::finish()
+{
+    std::array<uint8_t, 32> out{};
+    unsigned int length = 0;
+    if (EVP_DigestFinal_ex(ctx_, out.data(), &length) != 1 || length != out.size()) openssl_failed("EVP_DigestFinal_ex");
+    restart();
+    return out;
+}
 
 std::array<uint8_t, 32> sha256_digest(std::string_view bytes)
 {
     Sha256 s;
-    s.update(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
-    return s.digest();
+    s.update(bytes.data(), bytes.size());
+    return s.finish();
 }
 
-std::string sha256_hex(std::string_view bytes)
-{
-    Sha256 s;
-    s.update(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
-    return s.hex_digest();
-}
+std::string sha256_hex(std::string_view bytes) { return hex(sha256_digest(bytes)); }
 
 std::string sha256_file_hex(const std::filesystem::path &file)
 {
@@ -133,8 +88,8 @@ std::string sha256_file_hex(const std::filesystem::path &file)
     Sha256 s;
     std::vector<char> buf(1 << 16);
     while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
-        s.update(reinterpret_cast<const uint8_t *>(buf.data()), static_cast<size_t>(in.gcount()));
-    return s.hex_digest();
+        s.update(buf.data(), static_cast<size_t>(in.gcount()));
+    return hex(s.finish());
 }
 
 std::string sha256_fd_hex(int fd)
@@ -150,7 +105,7 @@ std::string sha256_fd_hex(int fd)
         s.update(buf.data(), static_cast<size_t>(n));
         offset += n;
     }
-    return s.hex_digest();
+    return hex(s.finish());
 }
 
 }  // namespace kvblob

@@ -3,10 +3,14 @@
 
 #include <cstring>
 #include <numeric>
+#include <set>
 
 #include "kvblob/host/block_sequence.hpp"
 #include "kvblob/host/key_codec.hpp"
 #include "plugins/driver_harness.hpp"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 using namespace std::chrono_literals;
 using kvblob::OpKind;
@@ -52,6 +56,119 @@ TEST_CASE("block keys chain: a shared prefix shares keys, and a change alters ev
     CHECK(kvblob::block_keys("m", a, 16, "fp16")[0] != ka[0]);  // the salt separates models
     CHECK(kvblob::block_keys("n", a, 16)[0] != ka[0]);
     CHECK_THROWS(kvblob::block_keys("m", a, 0));
+}
+
+namespace {
+
+// Tokens with both signs and the extremes of int32.
+std::vector<int32_t> fixed_tokens()
+{
+    auto t = tokens(40, -3);
+    t[7] = 0x7fffffff;
+    t[8] = INT32_MIN;
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("block keys by SHA-256 are the keys stored before OpenSSL computed them")
+{
+    // Computed by the hand-written SHA-256 the host had before, and checked
+    // with Python's hashlib: sha256(sha256(salt) + block's tokens as int32 LE).
+    const auto t = fixed_tokens();
+    CHECK(kvblob::block_keys("llama", t, 16) ==
+          std::vector<std::string>{"llama/v1/be54c5b16b3956ca4478114985665683",
+                                   "llama/v1/b515fc0c62faa974a4bb37fe98b5de07"});
+    CHECK(kvblob::block_keys("eng", t, 4, "model-7b/fp16", kvblob::BlockHash::sha256) ==
+          std::vector<std::string>{
+              "eng/v1/8a0fbc5d2405f0baf5ed97c5bf6ad889", "eng/v1/a64b4248ffbc6c840796b97677042c97",
+              "eng/v1/1095a3e777f0ff7908e114b48a93b337", "eng/v1/1b13f3014f2d1f44b892b4046da97a9d",
+              "eng/v1/e61c2499d7d7d9f9adbf5a4571ceada2", "eng/v1/fcf707e23182424d124a8136c277d5c2",
+              "eng/v1/b0fb5b1a4c32e02479deb20775fea7cb", "eng/v1/fa9a3d2a5f0029035f5ac340c4b43ec7",
+              "eng/v1/a4d0a1b9c1a9c10fcb87d2ee641c9953", "eng/v1/4725ae680bb8f3fb950bd8857a8ad906"});
+    // A 128k-token request: 8192 blocks, the first and last as before.
+    std::vector<int32_t> big(131072);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<int32_t>(i * 2654435761u);
+    const auto keys = kvblob::block_keys("eng", big, 16);
+    REQUIRE(keys.size() == 8192);
+    CHECK(keys.front() == "eng/v1/17a57d455de7653e155e9b1bbcf345bb");
+    CHECK(keys.back() == "eng/v1/a2a41ba36f4567b41d0816d04790ac98");
+}
+
+TEST_CASE("block keys by XXH3-128: the same chain with XXH3, under the prefix tagged -xxh3")
+{
+    REQUIRE(XXH_VERSION_NUMBER >= 800);  // XXH3's output is stable from 0.8.0
+    XXH128_canonical_t empty;
+    XXH128_canonicalFromHash(&empty, XXH3_128bits("", 0));
+    // The published XXH3-128 of no bytes (xxhsum -H2).
+    const uint8_t published[16] = {0x99, 0xaa, 0x06, 0xd3, 0x01, 0x47, 0x98, 0xd8,
+                                   0x60, 0x01, 0xc3, 0x24, 0x46, 0x8d, 0x49, 0x7f};
+    CHECK(std::memcmp(empty.digest, published, 16) == 0);
+
+    // The chain, by hand: chain 0 is XXH3-128(salt), chain i+1 XXH3-128 of
+    // chain i (canonical, big-endian) then block i's tokens as int32 LE.
+    const auto t = fixed_tokens();
+    std::string chain(reinterpret_cast<const char *>(empty.digest), 16);
+    std::vector<std::string> expected;
+    for (size_t b = 0; b + 16 <= t.size(); b += 16) {
+        std::string input = chain;
+        for (size_t i = b; i < b + 16; ++i)
+            for (int k = 0; k < 4; ++k) input += static_cast<char>(static_cast<uint32_t>(t[i]) >> (8 * k));
+        XXH128_canonical_t next;
+        XXH128_canonicalFromHash(&next, XXH3_128bits(input.data(), input.size()));
+        chain.assign(reinterpret_cast<const char *>(next.digest), 16);
+        expected.push_back(kvblob::encode_key("llama-xxh3", chain));
+    }
+    const auto keys = kvblob::block_keys("llama", t, 16, {}, kvblob::BlockHash::xxh3);
+    CHECK(keys == expected);
+    // Pinned as well: keys stored with xxh3 stay valid.
+    CHECK(keys == std::vector<std::string>{"llama-xxh3/v1/1615b46ce61647128233beb5474f50c1",
+                                           "llama-xxh3/v1/5d392286b5c57558aa251120538d6270"});
+
+    auto a = tokens(64), b = tokens(64);
+    b[40] = -1;
+    const auto ka = kvblob::block_keys("m", a, 16, {}, kvblob::BlockHash::xxh3);
+    const auto kb = kvblob::block_keys("m", b, 16, {}, kvblob::BlockHash::xxh3);
+    CHECK(ka[1] == kb[1]);
+    CHECK(ka[2] != kb[2]);
+    CHECK(ka[3] != kb[3]);
+    CHECK(kvblob::block_keys("m", a, 16, "fp16", kvblob::BlockHash::xxh3)[0] != ka[0]);
+}
+
+TEST_CASE("block keys of the two hashes never collide: the prefix names the hash")
+{
+    using kvblob::BlockHash;
+    const auto t = tokens(256);
+    std::set<std::string> sha, xxh;
+    for (const char *prefix : {"m", "m-xxh3x", "m-xxh", "xxh3"}) {
+        for (auto &k : kvblob::block_keys(prefix, t, 16)) sha.insert(k);
+        for (auto &k : kvblob::block_keys(prefix, t, 16, {}, BlockHash::xxh3)) {
+            CHECK(kvblob::decode_key(k).prefix == std::string(prefix) + "-xxh3");
+            xxh.insert(k);
+        }
+    }
+    for (const auto &k : xxh) CHECK(sha.count(k) == 0);
+    CHECK(sha.size() == 4 * 16);
+    CHECK(xxh.size() == 4 * 16);
+    // A SHA-256 prefix may not take the tag, so "m-xxh3" always means XXH3.
+    CHECK_THROWS_WITH_AS(kvblob::block_keys("m-xxh3", t, 16), doctest::Contains("names XXH3 block keys"),
+                         std::invalid_argument);
+    CHECK(kvblob::decode_key(kvblob::block_keys("m-xxh3", t, 16, {}, BlockHash::xxh3)[0]).prefix == "m-xxh3-xxh3");
+    // The tag must fit in the 64 bytes of a prefix.
+    CHECK_NOTHROW(kvblob::block_keys(std::string(64, 'a'), t, 16));
+    CHECK_NOTHROW(kvblob::block_keys(std::string(59, 'a'), t, 16, {}, BlockHash::xxh3));
+    CHECK_THROWS_WITH_AS(kvblob::block_keys(std::string(60, 'a'), t, 16, {}, BlockHash::xxh3),
+                         doctest::Contains("the hash's tag -xxh3"), std::invalid_argument);
+    CHECK_THROWS_AS(kvblob::block_keys("Bad", t, 16), std::invalid_argument);
+}
+
+TEST_CASE("block hash names: sha256 and xxh3, anything else refused naming the choices")
+{
+    CHECK(kvblob::parse_block_hash("sha256") == kvblob::BlockHash::sha256);
+    CHECK(kvblob::parse_block_hash("xxh3") == kvblob::BlockHash::xxh3);
+    CHECK(kvblob::to_string(kvblob::BlockHash::sha256) == "sha256");
+    CHECK(kvblob::to_string(kvblob::BlockHash::xxh3) == "xxh3");
+    CHECK_THROWS_WITH_AS(kvblob::parse_block_hash("md5"), doctest::Contains("sha256, xxh3"), std::invalid_argument);
 }
 
 TEST_CASE("resume bound: the delivered prefix, stopping at the first block not READY")

@@ -590,10 +590,15 @@ PYBIND11_MODULE(_kvblob, m)
     m.def("load", &load, py::arg("spec"), py::kw_only(), py::arg("allow_untrusted") = false,
           py::arg("sha256") = "",
           "Loads a plugin: a path, a short name (memory, file, redis), or a TOML config file (*.toml)");
-    m.def("block_keys", [](const std::string &prefix, const std::vector<int32_t> &tokens, size_t tokens_per_block,
-                           const std::string &salt) { return block_keys(prefix, tokens, tokens_per_block, salt); },
+    m.def("block_keys",
+          [](const std::string &prefix, const std::vector<int32_t> &tokens, size_t tokens_per_block,
+             const std::string &salt, const std::string &hash) {
+              return block_keys(prefix, tokens, tokens_per_block, salt, parse_block_hash(hash));
+          },
           py::arg("prefix"), py::arg("tokens"), py::arg("tokens_per_block"), py::arg("salt") = "",
-          "The store keys of every full block of tokens (chained SHA-256)");
+          py::kw_only(), py::arg("hash") = "sha256",
+          "The store keys of every full block of tokens, by a chained hash: \"sha256\" (prefix/v1/...), or "
+          "\"xxh3\" (faster, keys under prefix-xxh3/; only where every request's tokens are trusted)");
     m.def("resume_bound", [](const std::vector<RowResult> &results) {
         std::vector<kvblob::RowStatus> rows;
         for (const auto &r : results) rows.push_back({static_cast<kvblob_row_result>(r.status), r.code});

@@ -4,7 +4,9 @@ Run from the build tree: PYTHONPATH=build/python python3 -m pytest host/python/t
 (ctest does). The Redis round trip runs when KVBLOB_REDIS_URL names a server
 (tests/redis/with_redis.sh sets it) and says why it skips otherwise.
 """
+import hashlib
 import os
+import struct
 import threading
 import weakref
 
@@ -73,6 +75,22 @@ def test_multi_span_rows_and_probe_and_remove():
         assert [r.status for r in probe.results()] == [kvblob.RowStatus.READY, kvblob.RowStatus.MISS]
         removed = driver.remove(["k"])
         assert removed.wait(10) and removed.results()[0].status == kvblob.RowStatus.READY
+
+
+def test_block_keys_by_sha256_or_xxh3():
+    tokens = list(range(-8, 56))  # four blocks of 16, negative tokens too
+    sha = kvblob.block_keys("engine", tokens, 16, salt="model-a")
+    assert sha == kvblob.block_keys("engine", tokens, 16, salt="model-a", hash="sha256")
+    chain = hashlib.sha256(b"model-a").digest()  # the chain, by hand: int32 little-endian tokens
+    chain = hashlib.sha256(chain + struct.pack("<16i", *tokens[:16])).digest()
+    assert sha[0] == "engine/v1/" + chain[:16].hex()
+    xxh = kvblob.block_keys("engine", tokens, 16, salt="model-a", hash="xxh3")
+    assert len(xxh) == 4 and all(k.startswith("engine-xxh3/v1/") for k in xxh)
+    assert not set(xxh) & set(sha)
+    with pytest.raises(ValueError, match="sha256, xxh3"):
+        kvblob.block_keys("engine", tokens, 16, hash="md5")
+    with pytest.raises(ValueError, match="names XXH3 block keys"):
+        kvblob.block_keys("engine-xxh3", tokens, 16)
 
 
 def test_block_sequence_and_resume_bound():

@@ -1,7 +1,7 @@
 // A request's KV-cache blocks as store keys, and how much of them the store
 // can give back.
 //
-// Block i of a token sequence is named by a chained hash: SHA-256 over the
+// Block i of a token sequence is named by a chained hash: the hash of the
 // previous block's chain value and block i's tokens, so a block's key depends
 // on every token before it. Two requests that share a prefix share the keys
 // of that prefix's blocks, and nothing else.
@@ -18,11 +18,30 @@
 
 namespace kvblob {
 
-// The keys (prefix/v1/hex(name)) of every full block of tokens;
-// a trailing partial block has none. salt separates models or layouts
-// whose blocks must never be shared (say the model name and dtype).
+// The chained hash that names blocks.
+//   sha256: SHA-256 (OpenSSL), the default. Keys prefix/v1/hex(name), name
+//     the first 16 bytes of the chain value. Nobody can choose tokens that
+//     make two sequences share a block key.
+//   xxh3: XXH3-128, several times faster, for an engine that trusts every
+//     token sequence it names: whoever chooses tokens can make two sequences
+//     share a key, and one request read another's blocks. Keys
+//     prefix-xxh3/v1/hex(name). The prefix names the hash: a sha256 prefix
+//     may not end in -xxh3, so keys of the two hashes never collide.
+enum class BlockHash { sha256, xxh3 };
+
+// "sha256" or "xxh3"; parse_block_hash throws std::invalid_argument naming
+// the choices for any other name.
+std::string_view to_string(BlockHash hash);
+BlockHash parse_block_hash(std::string_view name);
+
+// The keys of every full block of tokens; a trailing partial block has none.
+// salt separates models or layouts whose blocks must never be shared (say
+// the model name and dtype). Throws std::invalid_argument for a prefix that
+// is not a key prefix ([a-z0-9_-], 1 to 64 bytes with the hash's tag) and
+// for tokens_per_block 0.
 std::vector<std::string> block_keys(std::string_view prefix, std::span<const int32_t> tokens,
-                                    size_t tokens_per_block, std::string_view salt = {});
+                                    size_t tokens_per_block, std::string_view salt = {},
+                                    BlockHash hash = BlockHash::sha256);
 
 // The resume bound: how many leading blocks were delivered, stopping at the
 // first row that is not READY. The engine recomputes from there.
