@@ -235,6 +235,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                            for (uint64_t i = 0; i < rows; ++i) b.row(original(i), {make_span(r, i * 16, 16)});
                            if (kind == OpKind::get) std::memset(buf.data(), 0, buf.size());
                            const kvblob_batch_t *raw = &b.get();
+                           if (kind == OpKind::put) c.wrote(*raw);  // called below through the table itself
                            auto slot = kind == OpKind::put ? d.table().put : d.table().get;
                            std::atomic<bool> calling{false};
                            kvblob_op_t *op = nullptr;

@@ -121,10 +121,12 @@ kvblob_op_t *Context::submit(Driver &d, OpKind kind, Batch &batch, kvblob_status
     if (!slot) throw NotSupported(std::string(to_string(kind)) + " is not offered by this driver");
     char err[512] = {0};
     kvblob_op_t *op = nullptr;
-    kvblob_status st = slot(d.handle(), &batch.get(), &op, err, sizeof err);
+    const kvblob_batch_t &raw = batch.get();
+    kvblob_status st = slot(d.handle(), &raw, &op, err, sizeof err);
     err[sizeof err - 1] = '\0';
     if (status) *status = st;
     if (why) *why = err;
+    if (st == KVBLOB_OK && kind == OpKind::put) writes_.put(raw);
     if (st != KVBLOB_OK) {
         expect(op == nullptr, "R-ADM-9", "a refused call handed back an operation handle");
         return nullptr;
@@ -310,6 +312,7 @@ void Context::stage(Driver &d, const std::string &hook, const std::string &key, 
     const HookSlot &slot = offered_slot(d, hook);
     if (!slot.keyed) throw std::logic_error("hook " + hook + " takes no key");
     ledger_.staged(d.handle());
+    writes_.staged(key);
     expect_ok((d.scenarios()->*slot.keyed)(d.handle(), reinterpret_cast<const uint8_t *>(key.data()), key.size()),
               hook, rule);
 }

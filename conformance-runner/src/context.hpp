@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "check.hpp"
+#include "cleanup.hpp"
 #include "guarded_buffer.hpp"
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/plugin.hpp"
+#include "leftover.hpp"
 
 namespace kvblob::conformance {
 
@@ -145,6 +147,14 @@ public:
     void note(const std::string &line) { notes_ += (notes_.empty() ? "" : "; ") + line; }
     const std::string &notes() const { return notes_; }
 
+    // Notes the keys of a put the check submitted through the table itself
+    // (puts through submit, admit and run are noted there): the cleanup
+    // removes them.
+    void wrote(const kvblob_batch_t &batch) const;
+    // Once the check's drivers closed: removes what the check wrote, where
+    // the driver offers remove, by deadline; says what stayed (cleanup.cpp).
+    Leftover clean_up(std::chrono::steady_clock::time_point deadline) const;
+
     std::chrono::milliseconds op_timeout;
 
 private:
@@ -154,6 +164,7 @@ private:
     std::string key_tag_;
     std::string notes_;
     mutable RegionLedger ledger_;
+    mutable WriteLog writes_;
 
     kvblob_region_t *register_desc(Driver &d, const kvblob_region_desc_t &desc) const;
 };

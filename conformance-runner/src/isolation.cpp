@@ -9,8 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 extern char **environ;
 
@@ -71,6 +73,7 @@ void on_fault(int sig, siginfo_t *info, void *)
         append_hex(out, reinterpret_cast<uintptr_t>(info->si_addr));
         const char tail[] = " (a guard page beside a span, or a span after its access ended)";
         for (const char *p = tail; *p; ++p) *out++ = *p;
+        *out++ = '\0';  // the record's end: it replaces any verdict before it
         (void)!write(result_fd, msg, static_cast<size_t>(out - msg));
         _exit(0);
     }
@@ -101,12 +104,43 @@ namespace {
 
 // Reads the child's result (fd 3) and stderr until both close, the deadline
 // passes or a stop is requested, then reaps it.
+// The verdict among a check's records (run_child_body): the last one wins
+// (a fault handler's FAIL after a PASS); nullopt when none came whole.
+std::optional<Outcome> verdict_of(const std::string &result)
+{
+    std::optional<Outcome> verdict;
+    size_t at = 0;
+    for (size_t end; (end = result.find('\0', at)) != std::string::npos; at = end + 1) {
+        const std::string record = result.substr(at, end - at);
+        const auto nl = record.find('\n');
+        const std::string word = record.substr(0, nl);
+        for (Status s : {Status::pass, Status::fail, Status::not_supported})
+            if (word == to_string(s)) verdict = Outcome{s, nl == std::string::npos ? "" : record.substr(nl + 1)};
+        if (!verdict && record.rfind("left ", 0) != 0) verdict = Outcome{Status::crash, "unreadable result: " + word};
+    }
+    return verdict;
+}
+
+// What the check left, from its records; unknown when its cleanup never said.
+Leftover left_of(const std::string &result, const std::string &why_unknown)
+{
+    Leftover left{0, 0, false, why_unknown};
+    size_t at = 0;
+    for (size_t end; (end = result.find('\0', at)) != std::string::npos; at = end + 1)
+        if (result.compare(at, 5, "left ") == 0) left = from_wire(result.substr(at, end - at));
+    return left;
+}
+
+// Reads the child's result (fd 3) and stderr until both close, the deadline
+// passes or a stop is requested, then reaps it. Once a verdict came whole,
+// the deadline moves to timeout_s from then: the cleanup has a time of its
+// own, and a slow one never turns a verdict into TIMEOUT.
 Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout_s, Spawned *raw)
 {
     // Collect stderr while waiting, so a chatty child never blocks on a full pipe.
     std::string err, result;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-    bool timed_out = false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    bool timed_out = false, verdict_in = false;
     pollfd fds[2] = {{result_fd_read, POLLIN, 0}, {err_fd_read, POLLIN, 0}};
     int open_fds = 2;
     while (open_fds > 0) {
@@ -129,6 +163,10 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout
                 (f.fd == result_fd_read ? result : err).append(buf, static_cast<size_t>(n));
             }
         }
+        if (!verdict_in && result.find('\0') != std::string::npos) {
+            verdict_in = true;
+            deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+        }
     }
     const bool interrupted = !timed_out && open_fds > 0;  // left the loop on a stop request
     if (timed_out || interrupted) kill(pid, SIGKILL);
@@ -137,30 +175,47 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout
     close(result_fd_read);
     close(err_fd_read);
     if (raw) *raw = {result, err, status, timed_out, interrupted};
-    if (timed_out) return {Status::timeout, "no answer within " + std::to_string(timeout_s) + " s"};
-    if (interrupted) return {Status::skipped, "interrupted"};
+    // A check that did not end left what it wrote, and nobody counted it.
+    const std::string ended = timed_out     ? "the check's cleanup ran out of time"
+                              : interrupted ? "the run was interrupted"
+                                            : "the check ended before its cleanup said";
+    const Leftover left = left_of(result, verdict_in ? ended : "the check did not finish; its keys were not removed");
+    if (auto verdict = verdict_of(result)) {
+        verdict->left = left;
+        return *verdict;
+    }
+    if (timed_out) return {Status::timeout, "no answer within " + std::to_string(timeout_s) + " s", left};
+    if (interrupted) return {Status::skipped, "interrupted", left};
     if (WIFSIGNALED(status))
         return {Status::crash, std::string("killed by signal ") + strsignal(WTERMSIG(status)) +
-                                   (err.empty() ? "" : "; last stderr: " + last_lines(err, 5))};
-    auto nl = result.find('\n');
-    if (nl == std::string::npos)
-        return {Status::crash, "the check exited without a result (exit status " +
-                                   std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")" +
-                                   (err.empty() ? "" : "; last stderr: " + last_lines(err, 5))};
-    const std::string word = result.substr(0, nl);
-    for (Status s : {Status::pass, Status::fail, Status::not_supported})
-        if (word == to_string(s)) return {s, result.substr(nl + 1)};
-    return {Status::crash, "unreadable result: " + word};
+                                   (err.empty() ? "" : "; last stderr: " + last_lines(err, 5)), left};
+    return {Status::crash, "the check exited without a result (exit status " +
+                               std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")" +
+                               (err.empty() ? "" : "; last stderr: " + last_lines(err, 5)), left};
 }
 
 }  // namespace
 
-void run_child_body(const std::function<Outcome()> &body, int fd)
+namespace {
+void write_record(int fd, std::string record)
+{
+    record.push_back('\0');
+    for (size_t done = 0; done < record.size();) {
+        const ssize_t n = write(fd, record.data() + done, record.size() - done);
+        if (n <= 0) return;
+        done += static_cast<size_t>(n);
+    }
+}
+}  // namespace
+
+void run_child_body(const std::function<Outcome()> &body, const std::function<Leftover()> &clean_up, int fd)
 {
     report_guarded_faults(fd);
-    Outcome o = body();
-    std::string wire = std::string(to_string(o.status)) + "\n" + o.message;
-    (void)!write(fd, wire.data(), wire.size());
+    const Outcome o = body();
+    std::string verdict = std::string(to_string(o.status)) + "\n" + o.message;
+    std::replace(verdict.begin(), verdict.end(), '\0', ' ');
+    write_record(fd, verdict);
+    write_record(fd, to_wire(clean_up()));
     _exit(0);  // no destructors: a broken driver's threads may still run
 }
 

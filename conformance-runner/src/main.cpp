@@ -162,9 +162,9 @@ int main(int argc, char **argv)
     if (child_check >= 0) {
         if (static_cast<size_t>(child_check) >= checks.size()) return 2;
         const Check &c = checks[static_cast<size_t>(child_check)];
-        run_child_body([&] { return run_check(c, driver, flags.load, nullptr, options, child_prefix,
-                                              static_cast<size_t>(child_check), child_rep, timeout); },
-                       child_result_fd);
+        CheckRun run(c, driver, flags.load, nullptr, options, child_prefix, static_cast<size_t>(child_check),
+                     child_rep, timeout);
+        run_child_body([&] { return run.body(); }, [&] { return run.clean_up(); }, child_result_fd);
     }
 
     // The driver as the probe saw it. With isolation the probe runs in a
@@ -278,7 +278,7 @@ int main(int argc, char **argv)
         write_junit(x, probe.name, rows, tally);
     }
     if (json_out.is_open()) json_summary(json_out, tally);
-    print_summary(std::cout, tally);
+    print_summary(std::cout, tally, prefix);
     if (tally.incomplete) return 4;
     return tally.conformant() ? 0 : 1;
 }

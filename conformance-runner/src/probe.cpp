@@ -126,16 +126,26 @@ std::string base36(uint64_t v)
     return out;
 }
 
-Outcome run_check(const Check &c, const std::string &driver, const LoadOptions &load, const Plugin *plugin,
-                  const Options &options, const std::string &prefix, size_t index, unsigned rep, unsigned timeout_s)
+CheckRun::CheckRun(const Check &c, const std::string &driver, const LoadOptions &load, const Plugin *plugin,
+                   const Options &options, const std::string &prefix, size_t index, unsigned rep, unsigned timeout_s)
+    : check_(c),
+      driver_(driver),
+      load_(load),
+      plugin_(plugin),
+      options_(options),
+      prefix_(prefix),
+      tag_(base36(index) + "." + base36(rep)),  // keys name the check by its place in the battery (short)
+      timeout_s_(timeout_s)
+{
+}
+
+Outcome CheckRun::body()
 {
     try {
-        std::optional<Plugin> loaded;
-        if (!plugin) plugin = &loaded.emplace(Plugin::load(driver, load));
-        // Keys name the check by its place in the battery (short).
-        Context ctx(*plugin, options, prefix, base36(index) + "." + base36(rep), std::chrono::seconds(timeout_s));
-        c.body(ctx);
-        return {Status::pass, ctx.notes()};
+        if (!plugin_) plugin_ = &loaded_.emplace(Plugin::load(driver_, load_));
+        ctx_.emplace(*plugin_, options_, prefix_, tag_, std::chrono::seconds(timeout_s_));
+        check_.body(*ctx_);
+        return {Status::pass, ctx_->notes()};
     } catch (const CheckFailure &f) {
         return {Status::fail, f.what()};
     } catch (const NotSupported &n) {
@@ -143,6 +153,25 @@ Outcome run_check(const Check &c, const std::string &driver, const LoadOptions &
     } catch (const std::exception &e) {
         return {Status::fail, std::string("unexpected error: ") + e.what()};
     }
+}
+
+Leftover CheckRun::clean_up()
+{
+    if (!ctx_) return {};
+    // A tenth of the time (at most 2 s) stays in reserve, so that a runner
+    // waiting as long never cuts the cleanup's report short.
+    const auto timeout = std::chrono::seconds(timeout_s_);
+    return ctx_->clean_up(std::chrono::steady_clock::now() + timeout -
+                          std::min<std::chrono::nanoseconds>(timeout / 10, 2s));
+}
+
+Outcome run_check(const Check &c, const std::string &driver, const LoadOptions &load, const Plugin *plugin,
+                  const Options &options, const std::string &prefix, size_t index, unsigned rep, unsigned timeout_s)
+{
+    CheckRun run(c, driver, load, plugin, options, prefix, index, rep, timeout_s);
+    Outcome o = run.body();
+    o.left = run.clean_up();
+    return o;
 }
 
 }  // namespace kvblob::conformance

@@ -5,6 +5,7 @@
 // loads plugin code.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -45,8 +46,34 @@ std::vector<std::string> redact_words(const std::vector<std::string> &words, con
 // Short base-36 text of v (keys must fit drivers with tight key limits).
 std::string base36(uint64_t v);
 
-// Runs one check against a driver (plugin when already loaded, else loaded
-// from driver here) and turns what it threw into its outcome.
+// One check against a driver (plugin when already loaded, else loaded from
+// driver here), in two steps: its body, whose throws become the verdict;
+// then its cleanup, which removes what the body wrote (cleanup.hpp) within
+// a time of its own, so that it never changes the verdict.
+class CheckRun {
+public:
+    CheckRun(const Check &c, const std::string &driver, const LoadOptions &load, const Plugin *plugin,
+             const Options &options, const std::string &prefix, size_t index, unsigned rep, unsigned timeout_s);
+    CheckRun(const CheckRun &) = delete;
+    CheckRun &operator=(const CheckRun &) = delete;
+
+    Outcome body();
+    // Within timeout_s from now (less a reserve), after body().
+    Leftover clean_up();
+
+private:
+    const Check &check_;
+    const std::string &driver_;
+    const LoadOptions &load_;
+    const Plugin *plugin_;
+    const Options &options_;
+    std::string prefix_, tag_;
+    unsigned timeout_s_;
+    std::optional<Plugin> loaded_;
+    std::optional<Context> ctx_;
+};
+
+// Both steps at once (--no-isolation): the verdict, with what was left.
 Outcome run_check(const Check &c, const std::string &driver, const LoadOptions &load, const Plugin *plugin,
                   const Options &options, const std::string &prefix, size_t index, unsigned rep,
                   unsigned timeout_s);

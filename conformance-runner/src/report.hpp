@@ -23,6 +23,10 @@ struct Tally {
     int passed = 0, failed = 0, skipped = 0, unsupported = 0, xfail = 0, xpass = 0;
     std::vector<std::string> waived;  // MUST checks that failed as expected (XFAIL)
     bool incomplete = false;
+    // What the checks left in the store (leftover.hpp): the sums, the checks
+    // that left something, the checks after which nobody could tell.
+    uint64_t left_keys = 0, left_bytes = 0;
+    std::vector<std::string> left_by, left_unknown;
 
     void add(const Row &row);
     bool conformant() const { return failed == 0 && xpass == 0 && !incomplete; }
@@ -53,6 +57,7 @@ void write_junit(std::ostream &out, const std::string &driver_name, const std::v
 
 // One line per check that ran (and the command that reruns a failure).
 void print_row(std::ostream &out, const Row &row, const std::string &rerun_prefix);
-void print_summary(std::ostream &out, const Tally &tally);
+// key_prefix: what every key of the run begins with (named when keys stayed).
+void print_summary(std::ostream &out, const Tally &tally, const std::string &key_prefix = {});
 
 }  // namespace kvblob::conformance

@@ -6,6 +6,18 @@
 
 namespace kvblob::conformance {
 
+namespace {
+
+// What a check left: its counts, or null counts when nobody could tell.
+std::string left_json(const Leftover &left)
+{
+    return std::string("{\"keys\":") + (left.known ? std::to_string(left.keys) : "null") +
+           ",\"bytes\":" + (left.known ? std::to_string(left.bytes) : "null") + ",\"why\":" + json_quote(left.why) +
+           "}";
+}
+
+}  // namespace
+
 void json_header(std::ostream &out, const RunInfo &run)
 {
     const Probe &p = run.probe;
@@ -33,7 +45,7 @@ void json_row(std::ostream &out, const Row &row)
 {
     out << "{\"id\":" << json_quote(row.check->id) << ",\"rules\":" << json_string_array(row.check->rules)
         << ",\"status\":" << json_quote(to_string(row.outcome.status)) << ",\"message\":"
-        << json_quote(row.outcome.message) << "}\n"
+        << json_quote(row.outcome.message) << ",\"left\":" << left_json(row.outcome.left) << "}\n"
         << std::flush;
 }
 
@@ -43,7 +55,9 @@ void json_summary(std::ostream &out, const Tally &t)
         << (t.conformant() ? "true" : "false") << ",\"complete\":" << (t.incomplete ? "false" : "true")
         << ",\"passed\":" << t.passed << ",\"failed\":" << t.failed << ",\"skipped\":" << t.skipped
         << ",\"not_supported\":" << t.unsupported << ",\"xfail\":" << t.xfail << ",\"xpass\":" << t.xpass
-        << ",\"waived\":" << json_string_array(t.waived) << "}}\n"
+        << ",\"waived\":" << json_string_array(t.waived) << ",\"left\":{\"keys\":" << t.left_keys
+        << ",\"bytes\":" << t.left_bytes << ",\"by\":" << json_string_array(t.left_by)
+        << ",\"unknown\":" << json_string_array(t.left_unknown) << "}}}\n"
         << std::flush;
 }
 

@@ -16,6 +16,10 @@ void write_junit(std::ostream &x, const std::string &driver_name, const std::vec
 {
     x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvblob-conformance\" tests=\"" << rows.size()
       << "\" failures=\"" << t.failed + t.xpass << "\" skipped=\"" << t.skipped + t.unsupported << "\">\n";
+    // What the run left in the store, for CI that keeps an eye on it.
+    x << "  <properties><property name=\"left_keys\" value=\"" << t.left_keys
+      << "\"/><property name=\"left_bytes\" value=\"" << t.left_bytes
+      << "\"/><property name=\"left_unknown_checks\" value=\"" << t.left_unknown.size() << "\"/></properties>\n";
     for (const auto &r : rows) {
         x << "  <testcase classname=\"" << esc(driver_name) << "\" name=\"" << esc(r.check->id) << "\">";
         switch (r.outcome.status) {
@@ -27,6 +31,7 @@ void write_junit(std::ostream &x, const std::string &driver_name, const std::vec
             x << "<failure message=\"" << esc(to_string(r.outcome.status)) << "\">" << esc(r.outcome.message)
               << "</failure>";
         }
+        if (r.outcome.left.any()) x << "<system-out>left behind: " << esc(to_text(r.outcome.left)) << "</system-out>";
         x << "</testcase>\n";
     }
     x << "</testsuite>\n";

@@ -17,6 +17,11 @@ void Tally::add(const Row &row)
     case Status::xpass: ++xpass; break;
     default: ++failed; break;
     }
+    const Leftover &left = row.outcome.left;
+    if (!left.known) left_unknown.push_back(row.check->id);
+    if (left.keys > 0) left_by.push_back(row.check->id);
+    left_keys += left.keys;
+    left_bytes += left.bytes;
 }
 
 std::string Tally::verdict() const
@@ -38,13 +43,26 @@ void print_row(std::ostream &out, const Row &row, const std::string &rerun_prefi
     out << "[" << to_string(o.status) << "] " << row.check->id;
     if (!o.message.empty()) out << ": " << o.message;
     out << "\n";
+    if (o.left.any()) out << "    left behind: " << to_text(o.left) << "\n";
     if (o.status == Status::fail || o.status == Status::crash || o.status == Status::timeout)
         out << "    rerun: " << rerun_prefix << " --filter '" << row.check->id << "'\n";
     out << std::flush;
 }
 
-void print_summary(std::ostream &out, const Tally &t)
+void print_summary(std::ostream &out, const Tally &t, const std::string &key_prefix)
 {
+    // Before the counts: they and the verdict stay the last lines.
+    out << "left in the store: ";
+    if (t.left_by.empty() && t.left_unknown.empty()) out << "nothing (each check removed what it wrote)";
+    if (!t.left_by.empty())
+        out << t.left_keys << (t.left_keys == 1 ? " key, " : " keys, ") << t.left_bytes << " bytes by "
+            << t.left_by.size() << (t.left_by.size() == 1 ? " check" : " checks") << " (see their 'left behind' lines)";
+    if (!t.left_unknown.empty())
+        out << (t.left_by.empty() ? "" : "; ") << "unknown after " << t.left_unknown.size()
+            << (t.left_unknown.size() == 1 ? " check" : " checks") << " that did not finish";
+    if (!key_prefix.empty() && (!t.left_by.empty() || !t.left_unknown.empty()))
+        out << "; every key of this run begins with '" << key_prefix << "'";
+    out << "\n";
     out << t.passed << " passed, " << t.failed << " failed, " << t.skipped << " skipped, " << t.unsupported
         << " not supported, " << t.xfail << " xfail, " << t.xpass << " xpass\n"
         << t.verdict() << "\n";
