@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "baseline.hpp"
+#include "block_key_bench.hpp"
 #include "driver_lane.hpp"
 #include "kvblob/support/device_copy.hpp"
 #include "lane_memory.hpp"
@@ -36,7 +37,20 @@ int main(int argc, char **argv)
     bool json = false, csv = false, no_baseline = false;
     std::string memory_kind = "host", statistic_text = "mean";
     cli::PluginFlags flags;
-    app.add_option("-d,--driver", driver_spec, "Plugin path or driver name (memory, file, redis, null)")->required();
+    auto *driver_flag =
+        app.add_option("-d,--driver", driver_spec, "Plugin path or driver name (memory, file, redis, null)");
+    bool block_keys_mode = false;
+    BlockKeySettings block_key_settings;
+    app.add_flag("--block-keys", block_keys_mode,
+                 "Measure kvblob::block_keys instead of a driver: each hash over one request, against that hash "
+                 "run once over the same token bytes")
+        ->excludes(driver_flag);
+    app.add_option("--request-tokens", block_key_settings.request_tokens, "With --block-keys: tokens in the request")
+        ->transform(cli::Count(uint64_t{1} << 30))
+        ->capture_default_str();
+    app.add_option("--block-tokens", block_key_settings.tokens_per_block, "With --block-keys: tokens per block")
+        ->transform(cli::Count(uint64_t{1} << 20))
+        ->capture_default_str();
     cli::add_plugin_flags(app, flags);
     app.add_option("--sizes", sizes_text, "Row sizes (comma-separated, K/M/G suffixes)")->capture_default_str();
     app.add_option("--batch", batch_text, "Rows per operation (comma-separated)")->capture_default_str();
@@ -61,6 +75,14 @@ int main(int argc, char **argv)
         ->check(CLI::IsMember({"mean", "median"}))
         ->capture_default_str();
     if (auto code = cli::parse(app, argc, argv)) return *code;
+    if (block_keys_mode) {
+        block_key_settings.duration = Seconds(duration);
+        return run_block_key_bench(block_key_settings, json, std::cout);
+    }
+    if (driver_spec.empty()) {
+        std::cerr << "kvblob-bench: --driver is required (or --block-keys)\n";
+        return cli::exit_usage;
+    }
     const Statistic statistic = statistic_text == "median" ? Statistic::median : Statistic::mean;
 
     std::vector<uint64_t> sizes, batches, thread_counts;

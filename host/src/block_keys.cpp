@@ -44,13 +44,19 @@ struct Xxh3Chain {
     }
 };
 
-void append_hex(std::string &out, const uint8_t *bytes, size_t n)
+// head, then the name in lowercase hex: encode_key's form, written at once.
+std::string key_of(const std::string &head, const uint8_t *name)
 {
     constexpr char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; ++i) {
-        out += digits[bytes[i] >> 4];
-        out += digits[bytes[i] & 0xF];
+    std::string key(head.size() + 2 * name_bytes, '\0');
+    char *out = key.data();
+    std::memcpy(out, head.data(), head.size());
+    out += head.size();
+    for (size_t i = 0; i < name_bytes; ++i) {
+        *out++ = digits[name[i] >> 4];
+        *out++ = digits[name[i] & 0xF];
     }
+    return key;
 }
 
 // The prefix of the keys: the engine's, tagged with the hash unless sha256
@@ -92,10 +98,7 @@ std::vector<std::string> chain_keys(std::string_view prefix, std::span<const int
             }
         }
         chain.hash(input.data(), input.size(), input.data());
-        std::string &key = keys.emplace_back();
-        key.reserve(head.size() + 2 * name_bytes);
-        key += head;
-        append_hex(key, input.data(), name_bytes);
+        keys.push_back(key_of(head, input.data()));
     }
     return keys;
 }

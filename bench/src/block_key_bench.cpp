@@ -1,0 +1,132 @@
+#include "block_key_bench.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kvblob/host/block_sequence.hpp"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace kvblob::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The median time of one call of f, calling it until duration is spent (at
+// least five times): the median, as other work on a shared machine
+// interrupts some calls.
+double median_seconds(const std::function<void()> &f, std::chrono::duration<double> duration)
+{
+    std::vector<double> times;
+    const auto end = Clock::now() + duration;
+    do {
+        const auto t0 = Clock::now();
+        f();
+        times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    } while (times.size() < 5 || Clock::now() < end);
+    std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+    return times[times.size() / 2];
+}
+
+// One pass of OpenSSL's SHA-256 over bytes, the algorithm fetched once.
+class RawSha256 {
+public:
+    RawSha256() : md_(EVP_MD_fetch(nullptr, "SHA256", nullptr))
+    {
+        if (!md_) throw std::runtime_error("OpenSSL has no SHA256");
+    }
+    ~RawSha256() { EVP_MD_free(md_); }
+    RawSha256(const RawSha256 &) = delete;
+    RawSha256 &operator=(const RawSha256 &) = delete;
+    void operator()(const void *bytes, size_t n, unsigned char *out) const
+    {
+        unsigned int length = 0;
+        if (EVP_Digest(bytes, n, out, &length, md_, nullptr) != 1) throw std::runtime_error("EVP_Digest failed");
+    }
+
+private:
+    EVP_MD *md_;
+};
+
+struct Row {
+    BlockHash hash;
+    const char *baseline;
+    double seconds, baseline_seconds;
+};
+
+}  // namespace
+
+int run_block_key_bench(const BlockKeySettings &s, bool json, std::ostream &out)
+{
+    std::vector<int32_t> tokens(s.request_tokens);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 2654435761u) % 152064);
+    const double bytes = 4.0 * static_cast<double>(tokens.size());
+    const size_t blocks = tokens.size() / s.tokens_per_block;
+
+    RawSha256 sha256;
+    unsigned char digest[32];
+    volatile unsigned char sink = 0;  // keeps each baseline's result alive
+    std::vector<Row> rows;
+    for (BlockHash hash : {BlockHash::sha256, BlockHash::xxh3}) {
+        Row r{hash, hash == BlockHash::sha256 ? "OpenSSL SHA-256, one pass" : "XXH3-128, one pass", 0, 0};
+        r.seconds = median_seconds(
+            [&] {
+                const auto keys = block_keys("bench", tokens, s.tokens_per_block, "model", hash);
+                if (keys.size() != blocks) throw std::logic_error("block_keys gave a wrong number of keys");
+            },
+            s.duration);
+        r.baseline_seconds = median_seconds(
+            [&] {
+                if (hash == BlockHash::sha256) {
+                    sha256(tokens.data(), 4 * tokens.size(), digest);
+                    sink = sink ^ digest[0];
+                } else {
+                    sink = sink ^ static_cast<unsigned char>(XXH3_128bits(tokens.data(), 4 * tokens.size()).low64);
+                }
+            },
+            s.duration);
+        rows.push_back(r);
+    }
+
+    char line[256];
+    if (json) {
+        out << "{\"block_keys\":{\"request_tokens\":" << tokens.size() << ",\"tokens_per_block\":" << s.tokens_per_block
+            << ",\"keys\":" << blocks << ",\"hashes\":[";
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const Row &r = rows[i];
+            std::snprintf(line, sizeof line,
+                          "%s{\"hash\":\"%s\",\"mb_per_s\":%.1f,\"request_ms\":%.3f,\"baseline\":\"%s\","
+                          "\"baseline_mb_per_s\":%.1f,\"ratio_to_baseline\":%.3f}",
+                          i ? "," : "", std::string(to_string(r.hash)).c_str(), bytes / r.seconds / 1e6,
+                          r.seconds * 1e3, r.baseline, bytes / r.baseline_seconds / 1e6,
+                          r.baseline_seconds / r.seconds);
+            out << line;
+        }
+        out << "]}}\n";
+        return 0;
+    }
+    out << "block keys: a request of " << tokens.size() << " tokens (" << 4 * tokens.size() / 1024 << " KiB), "
+        << s.tokens_per_block << " tokens per block, " << blocks << " keys; median of calls over "
+        << s.duration.count() << " s each\n";
+    std::snprintf(line, sizeof line, "%-7s %10s %11s  %-26s %10s %6s\n", "hash", "MB/s", "ms/request", "baseline",
+                  "base MB/s", "ratio");
+    out << line;
+    for (const Row &r : rows) {
+        std::snprintf(line, sizeof line, "%-7s %10.1f %11.3f  %-26s %10.1f %6.2f\n",
+                      std::string(to_string(r.hash)).c_str(), bytes / r.seconds / 1e6, r.seconds * 1e3, r.baseline,
+                      bytes / r.baseline_seconds / 1e6, r.baseline_seconds / r.seconds);
+        out << line;
+    }
+    return 0;
+}
+
+}  // namespace kvblob::bench
