@@ -6,18 +6,26 @@
  * allocation and nothing per row, so what kvblob-bench measures through it
  * is what the ABI and the host cost per row.
  *
+ * It speaks ABI 1.1 and announces each operation (final, then access ended)
+ * from inside the admitting call when the host lends notify, so the cost of
+ * an announcement is part of what it measures; at 1.0 it is polled.
+ *
  * Never use it where data matters: it keeps nothing, and so it fails the
  * conformance battery's round trips by design.
  */
 #include <kvblob/kvblob.h>
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 struct kvblob_driver {
     atomic_int draining;
     atomic_uint calls;
+    /* ABI 1.1: the host's notify, or NULL (a 1.0 host, or none lent). */
+    void (*notify)(void *context, kvblob_op_t *op, kvblob_notify_event event);
+    void *context;
 };
 struct kvblob_region {
     int unused;
@@ -37,6 +45,14 @@ static kvblob_status nd_open(const kvblob_open_args_t *args, kvblob_caps_t *caps
     *out = (kvblob_driver_t *)calloc(1, sizeof **out);
     if (!*out) return KVBLOB_E_NO_MEMORY;
     caps->flags = KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE | KVBLOB_CAP_MULTI_SPAN;
+    /* notify is read only where the negotiated version lays it out. */
+    if (args->abi_version >= KVBLOB_ABI_1_1 && args->host &&
+        args->host->struct_size >= offsetof(kvblob_host_services_t, notify) + sizeof args->host->notify &&
+        args->host->notify) {
+        (*out)->notify = args->host->notify;
+        (*out)->context = args->host->context;
+        caps->flags |= KVBLOB_CAP_NOTIFY;
+    }
     caps->max_rows_per_op = 1u << 20;
     caps->max_spans_per_row = 1024;
     caps->max_key_bytes = 4096;
@@ -88,6 +104,12 @@ static kvblob_status submit(kvblob_driver_t *d, const kvblob_batch_t *b, kvblob_
     if (op) {
         op->rows = b->row_count;
         op->result = result;
+        /* Final and access ended already: announced before the call is
+         * counted out, so a drain (and so close) waits for the announcements. */
+        if (d->notify) {
+            d->notify(d->context, op, KVBLOB_NOTIFY_FINAL);
+            d->notify(d->context, op, KVBLOB_NOTIFY_ACCESS);
+        }
     }
     atomic_fetch_sub(&d->calls, 1);
     if (!op) return KVBLOB_E_REJECTED;
@@ -168,25 +190,30 @@ static kvblob_status nd_drain(kvblob_driver_t *d, uint64_t timeout_ns)
     return KVBLOB_OK;
 }
 
-static const kvblob_plugin_t plugin = {
-    KVBLOB_PLUGIN_SIZE_1_0, KVBLOB_ABI_1_0, KVBLOB_CONTRACT_VERSION, 0,
-    "null", "0.1.0", "Completes every operation at once and moves no bytes: measures the host's cost per row.",
-    NULL, 0,
-    nd_open, nd_close, nd_get_extension, nd_register, nd_unregister,
-    nd_put, nd_get, nd_get /* probe: MISS */, nd_put /* remove: READY */,
-    nd_poll, nd_results, nd_row_message, nd_access, nd_cancel, nd_release, nd_drain,
-    NULL, /* option_flags: a 1.1 member, unused by a 1.0 table */
-};
+/* One table per ABI version spoken: the 1.0 table is 1.0's size and lays
+ * out no later member. */
+#define NULL_TABLE(size, abi)                                                                                     \
+    {                                                                                                              \
+        size, abi, KVBLOB_CONTRACT_VERSION, 0, "null", "0.1.0",                                                    \
+            "Completes every operation at once and moves no bytes: measures the host's cost per row.", NULL, 0,    \
+            nd_open, nd_close, nd_get_extension, nd_register, nd_unregister, nd_put, nd_get, nd_get /* probe: MISS */, \
+            nd_put /* remove: READY */, nd_poll, nd_results, nd_row_message, nd_access, nd_cancel, nd_release,     \
+            nd_drain, NULL /* option_flags: no options */                                                          \
+    }
+static const kvblob_plugin_t plugin_1_0 = NULL_TABLE(KVBLOB_PLUGIN_SIZE_1_0, KVBLOB_ABI_1_0);
+static const kvblob_plugin_t plugin_1_1 = NULL_TABLE(sizeof(kvblob_plugin_t), KVBLOB_ABI_1_1);
 
-/* This driver speaks ABI 1.0: it answers 1.0 whenever the host's range
- * holds it, whatever else the host also speaks (R-LOAD-3). */
+/* Speaks 1.0 and 1.1: answers the newest of them the host's range holds
+ * (R-LOAD-3). */
 kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
 {
-    if (n->host_min_abi_version > KVBLOB_ABI_1_0 || n->host_max_abi_version < KVBLOB_ABI_1_0) {
-        n->chosen_abi_version = KVBLOB_ABI_1_0; /* say which one we speak */
+    uint32_t high = n->host_max_abi_version < KVBLOB_ABI_1_1 ? n->host_max_abi_version : KVBLOB_ABI_1_1;
+    uint32_t low = n->host_min_abi_version > KVBLOB_ABI_1_0 ? n->host_min_abi_version : KVBLOB_ABI_1_0;
+    if (high < low) {
+        n->chosen_abi_version = KVBLOB_ABI_1_1; /* say which one we speak */
         return KVBLOB_E_UNSUPPORTED;
     }
-    n->chosen_abi_version = KVBLOB_ABI_1_0;
-    n->plugin = &plugin;
+    n->chosen_abi_version = high;
+    n->plugin = high >= KVBLOB_ABI_1_1 ? &plugin_1_1 : &plugin_1_0;
     return KVBLOB_OK;
 }

@@ -13,6 +13,7 @@ const std::vector<Check> &battery()
         add_lifetime_checks(all);
         add_cancel_checks(all);
         add_concurrency_checks(all);
+        add_notify_checks(all);
         add_device_checks(all);
         return all;
     }();

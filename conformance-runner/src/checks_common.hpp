@@ -76,5 +76,6 @@ void add_refusal_checks(std::vector<Check> &out);
 void add_results_checks(std::vector<Check> &out);
 void add_cancel_checks(std::vector<Check> &out);
 void add_concurrency_checks(std::vector<Check> &out);
+void add_notify_checks(std::vector<Check> &out);
 
 }  // namespace kvblob::conformance

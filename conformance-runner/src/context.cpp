@@ -51,6 +51,11 @@ void RegionLedger::release_staged(const kvblob_scenarios_t *scenarios, kvblob_dr
 
 CheckDriver Context::open() const { return CheckDriver(plugin_.open(options_), ledger_); }
 
+CheckDriver Context::open_observed(NotifySink observe) const
+{
+    return CheckDriver(plugin_.open(options_, {}, std::move(observe)), ledger_);
+}
+
 bool Context::try_open_with(const Options &extra, std::string &why) const
 {
     Options all = options_;

@@ -100,6 +100,9 @@ public:
             std::chrono::milliseconds op_timeout);
 
     CheckDriver open() const;
+    // Opens with observe seeing every announcement the driver makes
+    // (KVBLOB_CAP_NOTIFY); observe must outlive the driver.
+    CheckDriver open_observed(NotifySink observe) const;
     // The options the plugin describes in its table.
     std::vector<kvblob_option_desc_t> plugin_options() const { return plugin_.options(); }
     // Opens with extra options; false (and the loader's words) on refusal.

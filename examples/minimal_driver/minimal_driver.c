@@ -10,7 +10,12 @@
  * - one lock guards the store, so a reader never sees a partial object
  *   (R-CON-2); a real store would not hold a lock across a copy;
  * - one span per row, no hints, no device memory, no scenario hooks (the
- *   battery reports the checks that need them as not supported).
+ *   battery reports the checks that need them as not supported);
+ * - it speaks ABI 1.1 and 1.0. At 1.1 it announces each operation through
+ *   the host's notify (KVBLOB_CAP_NOTIFY), so an engine waits on it without
+ *   polling; a 1.0 host lends no notify and polls. A driver that completes
+ *   in the background announces from the thread that completes, after its
+ *   poll and access would answer final and ENDED.
  * The store is process memory, so what it stores cannot rot (R-ROW-6 by
  * store guarantee).
  *
@@ -23,6 +28,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +112,7 @@ struct kvblob_driver {
     int draining, drained;
     uint64_t max_object_bytes;
     kvblob_host_services_t host;
+    int notifies; /* declared KVBLOB_CAP_NOTIFY: announce every operation */
 };
 
 static void say(char *err, uint32_t capacity, const char *text)
@@ -159,8 +166,21 @@ static kvblob_status md_open(const kvblob_open_args_t *args, kvblob_caps_t *caps
     pthread_cond_init(&d->idle, &monotonic);
     pthread_condattr_destroy(&monotonic);
     d->max_object_bytes = max_object;
-    if (args->host) d->host = *args->host;
+    /* Copy only what the host's record holds: a 1.0 host lends a shorter
+     * one, without notify. */
+    if (args->host) {
+        size_t size = args->host->struct_size < sizeof d->host ? args->host->struct_size : sizeof d->host;
+        memcpy(&d->host, args->host, size);
+    }
     caps->flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
+    /* ABI 1.1: announce completions when the negotiated version lays notify
+     * out and the host lent one; never declare a 1.1 bit at 1.0. */
+    if (args->abi_version >= KVBLOB_ABI_1_1 && args->host &&
+        args->host->struct_size >= offsetof(kvblob_host_services_t, notify) + sizeof d->host.notify &&
+        d->host.notify) {
+        d->notifies = 1;
+        caps->flags |= KVBLOB_CAP_NOTIFY;
+    }
     caps->max_rows_per_op = MAX_ROWS;
     caps->max_spans_per_row = 1;
     caps->max_key_bytes = MAX_KEY_BYTES;
@@ -418,6 +438,15 @@ static kvblob_status submit(kvblob_driver_t *d, op_kind kind, const kvblob_batch
                              : kind == OP_PROBE ? probe_row(row)
                                                 : remove_row(row);
         }
+        /* Final, and access ended: poll and access already say so, so the
+         * announcements may go now, once each, from inside the call (the
+         * host expects that). No lock is held: notify never calls back, but
+         * a driver should not make the host wait on its locks. Before the
+         * call is counted out, so drain (and so close) waits for them. */
+        if (d->notifies) {
+            d->host.notify(d->host.context, op, KVBLOB_NOTIFY_FINAL);
+            d->host.notify(d->host.context, op, KVBLOB_NOTIFY_ACCESS);
+        }
     }
     pthread_mutex_lock(&d->lock);
     if (--d->calls_in_progress == 0) pthread_cond_broadcast(&d->idle);
@@ -533,45 +562,42 @@ static kvblob_status md_drain(kvblob_driver_t *d, uint64_t timeout_ns)
 /* Designated initializers: the table has many slots of similar types, and a
  * slot filled by position is one reordering away from a silent mix-up. A
  * slot not named here is NULL, which the loader refuses for a mandatory
- * slot (R-LOAD-5). */
-static const kvblob_plugin_t plugin = {
-    /* A 1.0 table: its size and version are 1.0's, whatever these headers
-     * add later; members after 1.0 (option_flags...) are not laid out. */
-    .struct_size = KVBLOB_PLUGIN_SIZE_1_0,
-    .abi_version = KVBLOB_ABI_1_0,
-    .contract_version = KVBLOB_CONTRACT_VERSION,
-    .name = KVBLOB_DRIVER_NAME,
-    .version = "1.0.0",
-    .description = "A vendor's minimal in-process driver in plain C.",
-    .options = options,
-    .option_count = sizeof(options) / sizeof(options[0]),
-    .open = md_open,
-    .close = md_close,
-    .get_extension = md_get_extension,
-    .register_region = md_register,
-    .unregister_region = md_unregister,
-    .put = md_put,
-    .get = md_get,
-    .probe = md_probe,
-    .remove = md_remove,
-    .poll = md_poll,
-    .results = md_results,
-    .row_message = md_row_message,
-    .access = md_access,
-    .cancel = md_cancel,
-    .release = md_release,
-    .drain = md_drain,
-};
+ * slot (R-LOAD-5). One table per ABI version spoken: the same slots, each
+ * laid out for its version (a 1.0 table's size and version are 1.0's, and
+ * members after 1.0 are not laid out). */
+#define MINIMAL_TABLE(size, abi)                                     \
+    {                                                                \
+        .struct_size = (size), .abi_version = (abi),                 \
+        .contract_version = KVBLOB_CONTRACT_VERSION,                 \
+        .name = KVBLOB_DRIVER_NAME, .version = "1.1.0",              \
+        .description = "A vendor's minimal in-process driver in plain C.", \
+        .options = options,                                          \
+        .option_count = sizeof(options) / sizeof(options[0]),        \
+        .open = md_open, .close = md_close,                          \
+        .get_extension = md_get_extension,                           \
+        .register_region = md_register,                              \
+        .unregister_region = md_unregister,                          \
+        .put = md_put, .get = md_get, .probe = md_probe,             \
+        .remove = md_remove, .poll = md_poll,                        \
+        .results = md_results, .row_message = md_row_message,        \
+        .access = md_access, .cancel = md_cancel,                    \
+        .release = md_release, .drain = md_drain,                    \
+    }
+static const kvblob_plugin_t plugin_1_0 = MINIMAL_TABLE(KVBLOB_PLUGIN_SIZE_1_0, KVBLOB_ABI_1_0);
+/* option_flags (1.1) stays NULL: no option of this driver is secret. */
+static const kvblob_plugin_t plugin_1_1 = MINIMAL_TABLE(sizeof(kvblob_plugin_t), KVBLOB_ABI_1_1);
 
-/* This driver speaks ABI 1.0: it answers 1.0 whenever the host's range
- * holds it, whatever else the host also speaks (R-LOAD-3). */
+/* This driver speaks ABI 1.0 and 1.1: it answers the newest of them that
+ * the host's range holds (R-LOAD-3), and says which it speaks otherwise. */
 kvblob_status kvblob_plugin_negotiate(kvblob_negotiation_t *n)
 {
-    if (n->host_min_abi_version > KVBLOB_ABI_1_0 || n->host_max_abi_version < KVBLOB_ABI_1_0) {
-        n->chosen_abi_version = KVBLOB_ABI_1_0; /* say which one we speak */
+    uint32_t high = n->host_max_abi_version < KVBLOB_ABI_1_1 ? n->host_max_abi_version : KVBLOB_ABI_1_1;
+    uint32_t low = n->host_min_abi_version > KVBLOB_ABI_1_0 ? n->host_min_abi_version : KVBLOB_ABI_1_0;
+    if (high < low) {
+        n->chosen_abi_version = KVBLOB_ABI_1_1;
         return KVBLOB_E_UNSUPPORTED;
     }
-    n->chosen_abi_version = KVBLOB_ABI_1_0;
-    n->plugin = &plugin;
+    n->chosen_abi_version = high;
+    n->plugin = high >= KVBLOB_ABI_1_1 ? &plugin_1_1 : &plugin_1_0;
     return KVBLOB_OK;
 }

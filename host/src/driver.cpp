@@ -31,12 +31,15 @@ void log_trampoline(void *context, kvblob_log_level level, const char *message)
 
 // The C callback a 1.1 driver announces through (kvblob_host_services_t.notify):
 // never blocks beyond a leaf lock held for an increment, never calls the
-// driver, never throws. op and event are not needed: waiters confirm
+// driver, never throws. op and event are not needed to wake: waiters confirm
 // through poll and access, so an unknown or not-yet-returned op is harmless.
-void notify_trampoline(void *context, kvblob_op_t *, kvblob_notify_event)
+// An observer (Plugin::open's NotifySink) sees them first.
+void notify_trampoline(void *context, kvblob_op_t *op, kvblob_notify_event event)
 {
-    auto &n = static_cast<DriverCore::Services *>(context)->notifier;
+    auto &services = *static_cast<DriverCore::Services *>(context);
+    auto &n = services.notifier;
     try {
+        if (services.observer) services.observer(op, event);
         {
             std::lock_guard lock(n.mu);
             ++n.generation;
@@ -97,11 +100,12 @@ CallError::CallError(kvblob_status status, std::string rule, const std::string &
 // ---- DriverCore -----------------------------------------------------------
 
 DriverCore::DriverCore(std::shared_ptr<Library> lib, const kvblob_plugin_t *t, std::string n, LogSink s,
-                       uint32_t abi)
+                       uint32_t abi, NotifySink observer)
     : library(std::move(lib)), table(t), name(std::move(n)), abi_version(abi),
       services_(std::make_unique<Services>())
 {
     services_->sink = std::move(s);
+    services_->observer = std::move(observer);
     // Sized for the negotiated version: a 1.0 driver sees a 1.0 record.
     services_->table.struct_size =
         abi >= KVBLOB_ABI_1_1 ? sizeof services_->table : KVBLOB_HOST_SERVICES_SIZE_1_0;

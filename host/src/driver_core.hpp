@@ -30,7 +30,7 @@ namespace kvblob {
 class DriverCore {
 public:
     DriverCore(std::shared_ptr<Library> library, const kvblob_plugin_t *table, std::string name, LogSink sink,
-               uint32_t abi_version = KVBLOB_ABI_VERSION);
+               uint32_t abi_version = KVBLOB_ABI_VERSION, NotifySink observer = {});
     DriverCore(const DriverCore &) = delete;
     DriverCore &operator=(const DriverCore &) = delete;
     ~DriverCore();
@@ -86,6 +86,7 @@ public:
         Services(const Services &) = delete;
         Services &operator=(const Services &) = delete;
         LogSink sink;
+        NotifySink observer;  // sees each announcement first; may be empty
         Notifier notifier;
         kvblob_host_services_t table{};
     };

@@ -414,7 +414,7 @@ std::vector<kvblob_option_desc_t> Plugin::options() const
     return {table_->options, table_->options + table_->option_count};
 }
 
-Driver Plugin::open(const Options &options, LogSink log) const
+Driver Plugin::open(const Options &options, LogSink log, NotifySink observe) const
 {
     const std::string file = path_.string();
     trace(LoadStage::init, file, "open with " + std::to_string(options.size()) + " option(s)");
@@ -424,7 +424,7 @@ Driver Plugin::open(const Options &options, LogSink log) const
         raw.push_back({sizeof(kvblob_option_t), 0, key.c_str(), value.c_str()});
 
     auto core = std::make_shared<DriverCore>(library_, table_, name(), log ? std::move(log) : stderr_log_sink(name()),
-                                             abi_version_);
+                                             abi_version_, std::move(observe));
     kvblob_open_args_t args{};
     args.struct_size = sizeof args;
     args.abi_version = abi_version_;

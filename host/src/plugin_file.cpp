@@ -49,6 +49,32 @@ bool loaded_under(const std::string &name)
     return search.found;
 }
 
+std::string PluginFile::load_name() const
+{
+    struct stat own {};
+    if (::fstat(fd.get(), &own) != 0) return descriptor_path(fd.get());
+    struct Search {
+        const struct stat *own;
+        std::string held;
+    } search{&own, {}};
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t, void *data) {
+            auto *s = static_cast<Search *>(data);
+            // Only names this loader gave: descriptor paths whose descriptor
+            // stays open while the object stays loaded (library.cpp), so
+            // they still name the file the object was loaded from.
+            static const std::string prefix = "/proc/self/fd/";
+            if (!info->dlpi_name || std::strncmp(info->dlpi_name, prefix.c_str(), prefix.size()) != 0) return 0;
+            struct stat st {};
+            if (::stat(info->dlpi_name, &st) != 0 || st.st_dev != s->own->st_dev || st.st_ino != s->own->st_ino)
+                return 0;
+            s->held = info->dlpi_name;
+            return 1;
+        },
+        &search);
+    return search.held.empty() ? descriptor_path(fd.get()) : search.held;
+}
+
 namespace {
 
 std::string kind_of(mode_t mode)

@@ -49,8 +49,12 @@ bool loaded_under(const std::string &name);
 struct PluginFile {
     Fd fd;  // read-only, close-on-exec: the very file that was judged
     // The name to give dlopen: descriptor_path(fd), on a descriptor number
-    // no loaded object was loaded under.
-    std::string load_name() const { return descriptor_path(fd.get()); }
+    // no loaded object was loaded under; or, when this very file is loaded
+    // already under another descriptor path this loader still holds open,
+    // that path. dlopen of the same file under a second name would add the
+    // name to the loaded object for good, so a later plugin given this
+    // descriptor number (once this load is gone) would get that object.
+    std::string load_name() const;
 };
 
 // Opens `file` (a path: the loader has already resolved any search) once,

@@ -27,7 +27,7 @@ std::vector<Speaker> speakers()
     return {
         {lib + "/libkvblob_memory.so", KVBLOB_ABI_1_1},   {lib + "/libkvblob_file.so", KVBLOB_ABI_1_1},
         {lib + "/libkvblob_redis.so", KVBLOB_ABI_1_1},    {lib + "/libkvblob_mooncake.so", KVBLOB_ABI_1_1},
-        {lib + "/libkvblob_minimal.so", KVBLOB_ABI_1_0},  {lib + "/libkvblob_null.so", KVBLOB_ABI_1_0},
+        {lib + "/libkvblob_minimal.so", KVBLOB_ABI_1_1},  {lib + "/libkvblob_null.so", KVBLOB_ABI_1_1},
         {std::string(KVBLOB_FIXTURE_DIR) + "/libkvblob_fixture_good.so", KVBLOB_ABI_1_0},
     };
 }

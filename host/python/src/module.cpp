@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -166,14 +167,32 @@ enum class AccessState : uint32_t {
     UNPROVABLE = KVBLOB_ACCESS_UNPROVABLE,
 };
 
+struct PyOperation;
+
+// The rows' messages of one operation, read from the driver only when a row's
+// message is first asked (most engines never ask for a READY row's), and
+// kept: results() costs no call per row. Shared by the operation and every
+// RowResult it gave, so a message asked after the operation was released is
+// the one read before, or empty when none was.
+struct MessageBook {
+    std::weak_ptr<PyOperation> op;
+    std::vector<std::optional<std::string>> text;
+    std::string read(uint64_t row);
+};
+
 struct RowResult {
     RowState status;
     int32_t code;
-    std::string message;
+    std::shared_ptr<MessageBook> book;
+    uint64_t row = 0;
+    std::string message() const { return book ? book->read(row) : std::string(); }
 };
 
-struct PyOperation {
+struct PyOperation : std::enable_shared_from_this<PyOperation> {
     Operation op;
+    int completion_fd = -1;  // the driver's (Driver::completion_fd), -1 when it does not notify
+    std::shared_ptr<MessageBook> book;
+    bool book_final = false;  // book was made once the results were final
     std::vector<std::shared_ptr<PyRegion>> regions;  // alive while the driver may touch them
     // The final results as the host last gave them, kept for results() after
     // the handle is gone (released, or its driver closed). While the handle
@@ -206,11 +225,26 @@ struct PyOperation {
             py::gil_scoped_release nogil;
             final = o.is_final();  // asked first: results read after it are final too
             rows = o.results();
-            for (uint64_t i = 0; i < rows.size(); ++i)
-                out.push_back({static_cast<RowState>(rows[i].result), rows[i].driver_code, o.message(i)});
         }
+        // A fresh book until final: a pending row's message is not its last.
+        if (!book || !book_final) {
+            book = std::make_shared<MessageBook>();
+            book->op = weak_from_this();
+            book->text.resize(rows.size());
+            book_final = final;
+        }
+        out.reserve(rows.size());
+        for (uint64_t i = 0; i < rows.size(); ++i)
+            out.push_back({static_cast<RowState>(rows[i].result), rows[i].driver_code, book, i});
         if (final) last_final = out;
         return out;
+    }
+    // Results final and access no longer open; asks without waiting.
+    bool settled()
+    {
+        Operation &o = live();
+        py::gil_scoped_release nogil;
+        return o.is_final() && o.access() != KVBLOB_ACCESS_OPEN;
     }
     // Releases the handle once settled; then the regions may go.
     kvblob_status release()
@@ -233,6 +267,22 @@ struct PyOperation {
         gone = Operation();
     }
 };
+
+std::string MessageBook::read(uint64_t row)
+{
+    if (row >= text.size()) return {};
+    if (text[row]) return *text[row];
+    auto owner = op.lock();
+    if (!owner || !owner->op.handle()) return {};  // released before anyone asked
+    std::string m;
+    {
+        Operation &o = owner->op;
+        py::gil_scoped_release nogil;
+        m = o.message(row);
+    }
+    text[row] = m;
+    return m;
+}
 
 // ---- drivers ------------------------------------------------------------------
 
@@ -360,6 +410,7 @@ struct PyDriver {
             py::gil_scoped_release nogil;
             op->op = d.submit(kind, b);
         }
+        op->completion_fd = d.completion_fd();
         track(operations, op);
         return op;
     }
@@ -501,10 +552,13 @@ PYBIND11_MODULE(_kvblob, m)
     py::class_<RowResult>(m, "RowResult")
         .def_readonly("status", &RowResult::status)
         .def_readonly("code", &RowResult::code)
-        .def_readonly("message", &RowResult::message)
+        .def_property_readonly("message", &RowResult::message,
+                               "The driver's message, read when first asked (empty when the operation was "
+                               "released before it was)")
         .def("__repr__", [](const RowResult &r) {
+            const std::string m = r.message();
             return std::string("RowResult(") + kvblob_row_result_name(static_cast<kvblob_row_result>(r.status)) + ", code=" + std::to_string(r.code) +
-                   (r.message.empty() ? "" : ", " + r.message) + ")";
+                   (m.empty() ? "" : ", " + m) + ")";
         });
 
     py::class_<PyRegion, std::shared_ptr<PyRegion>>(m, "Region")
@@ -529,6 +583,11 @@ PYBIND11_MODULE(_kvblob, m)
         .def("wait", &PyOperation::wait, py::arg("timeout") = py::none(),
              "Waits until results are final and access is no longer open; False on timeout")
         .def("results", &PyOperation::results)
+        .def_property_readonly("settled", &PyOperation::settled,
+                               "Results final and access no longer open, asked without waiting")
+        .def_property_readonly("completion_fd", [](const PyOperation &o) { return o.completion_fd; },
+                               "The driver's completion descriptor (readable when it announces an operation), "
+                               "or -1 when the driver does not notify")
         .def("cancel", [](PyOperation &o) {
             Operation &op = o.live();
             py::gil_scoped_release nogil;
@@ -540,6 +599,9 @@ PYBIND11_MODULE(_kvblob, m)
     py::class_<PyDriver, std::shared_ptr<PyDriver>>(m, "Driver")
         .def_property_readonly("name", [](PyDriver &d) { return d.get().name(); })
         .def_property_readonly("capabilities", [](PyDriver &d) { return capabilities_of(d.get().caps()); })
+        .def_property_readonly("completion_fd", [](PyDriver &d) { return d.get().completion_fd(); },
+                               "Readable whenever the driver announces one of its operations (ABI 1.1 notify); "
+                               "-1 when it does not notify. Owned by the driver: never close it")
         .def("register", &PyDriver::register_buffer, py::arg("buffer"),
              "Registers a writable, C-contiguous buffer (bytearray, numpy array, memoryview) as HOST memory")
         .def("register_pointer", &PyDriver::register_pointer, py::arg("address"), py::arg("size"),

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <optional>
 #include <string_view>
@@ -50,6 +51,19 @@ DriverBase::DriverBase(const kvblob_caps_t &caps, const kvblob_host_services_t *
 }
 
 DriverBase::~DriverBase() = default;
+
+void DriverBase::offer_notify(const kvblob_open_args_t &args, kvblob_caps_t &caps)
+{
+    // Only where the negotiated version lays notify out and the host lent
+    // one (the constructor copied no member past a 1.0 record): a 1.0 host
+    // sees no 1.1 bit and is polled.
+    constexpr size_t covers_notify = offsetof(kvblob_host_services_t, notify) + sizeof(kvblob_host_services_t::notify);
+    if (args.abi_version < KVBLOB_ABI_1_1 || !args.host || args.host->struct_size < covers_notify || !host_.notify)
+        return;
+    notifies_ = true;
+    caps.flags |= KVBLOB_CAP_NOTIFY;
+    caps_.flags |= KVBLOB_CAP_NOTIFY;
+}
 
 void DriverBase::log(kvblob_log_level level, const std::string &message) const
 {
@@ -306,6 +320,11 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
         ops_.emplace(raw, std::move(op));
     }
     *out = raw;
+    // Announces as soon as it admits, before any row ran.
+    if (notifies_ && (KVBLOB_BREAKS("notify.after-state") ||
+                      (KVBLOB_BREAKS("m.ntf2.get-final-at-admission") && kind == OpKind::get)))
+        host_.notify(host_.context, raw, KVBLOB_NOTIFY_FINAL);
+    if (notifies_ && KVBLOB_BREAKS("m.ntf2.access-at-admission")) host_.notify(host_.context, raw, KVBLOB_NOTIFY_ACCESS);
     start(*raw);
     return KVBLOB_OK;
 }
@@ -410,6 +429,10 @@ kvblob_status DriverBase::release(kvblob_op_t *handle)
         return KVBLOB_BREAKS("m.ops1.release-unprovable-ok") ? KVBLOB_OK : KVBLOB_E_UNPROVABLE;
     if (state != (Op::results_final | Op::access_ended))
         return KVBLOB_BREAKS("m.ops1.release-before-final") ? KVBLOB_OK : KVBLOB_E_BUSY;  // (and keeps it)
+    // Both bits are set, so every announcement of op has begun (each counts
+    // itself in before setting its bit); wait out those still in the host's
+    // notify, which never blocks: no notify names op after this returns.
+    while (op.announcing.load(std::memory_order_acquire) != 0) std::this_thread::yield();
     if (KVBLOB_BREAKS("m.ops1.release-busy-after-cancel"))
         for (const auto &row : op.rows)
             if (row.result.load() == KVBLOB_ROW_CANCELLED) return KVBLOB_E_BUSY;
@@ -439,10 +462,41 @@ void DriverBase::set_row(Op &op, size_t i, kvblob_row_result result, int32_t cod
     row.result.store(result, std::memory_order_release);
 }
 
+uint32_t DriverBase::set_and_announce(Op &op, uint32_t bit, kvblob_notify_event event)
+{
+    if (!notifies_) return op.state.fetch_or(bit, std::memory_order_acq_rel);
+    // Counted in before the bit is set, so that a release seeing the bit
+    // sees the count too.
+    op.announcing.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t before = op.state.fetch_or(bit, std::memory_order_seq_cst);
+    // After the state it announces is visible, and only by the call that set
+    // the bit: each event once per operation.
+    const bool final = event == KVBLOB_NOTIFY_FINAL;
+    const bool skip =
+        KVBLOB_BREAKS("notify.announced") ||  // declares notify, never announces
+        (KVBLOB_BREAKS("m.ntf1.access-never-announced") && !final) ||
+        (KVBLOB_BREAKS("m.ntf1.gets-not-announced") && op.kind == OpKind::get) ||
+        // announced at admission instead (submit)
+        (KVBLOB_BREAKS("notify.after-state") && final) ||
+        (KVBLOB_BREAKS("m.ntf2.get-final-at-admission") && final && op.kind == OpKind::get) ||
+        (KVBLOB_BREAKS("m.ntf2.access-at-admission") && !final);
+    if (!(before & bit) && !skip) {
+        host_.notify(host_.context, &op, event);
+        const int again = (KVBLOB_BREAKS("notify.once") && final) ? 1
+                          : (KVBLOB_BREAKS("m.ntf3.access-twice") && !final) ? 1
+                          : (KVBLOB_BREAKS("m.ntf3.final-per-row") && final) ? static_cast<int>(op.rows.size()) - 1
+                                                                             : 0;
+        for (int i = 0; i < again; ++i) host_.notify(host_.context, &op, event);
+    }
+    op.announcing.fetch_sub(1, std::memory_order_release);  // op may be gone from here on
+    return before;
+}
+
 void DriverBase::publish(Op &op, uint32_t bit)
 {
     constexpr uint32_t both = Op::results_final | Op::access_ended;
-    const uint32_t before = op.state.fetch_or(bit, std::memory_order_acq_rel);
+    const uint32_t before =
+        set_and_announce(op, bit, bit == Op::results_final ? KVBLOB_NOTIFY_FINAL : KVBLOB_NOTIFY_ACCESS);
     // From here on op may be released and gone: only the driver's own state.
     if (((before | bit) & both) == both && (before & both) != both) {
         in_flight_.fetch_sub(1);
@@ -459,7 +513,7 @@ void DriverBase::end_access(Op &op)
         for (Region *region : op.regions) region->pinned.store(true);
         any_unprovable_.store(true);
         log(KVBLOB_LOG_WARN, "an operation's access is unprovable: its regions stay registered for good");
-        op.state.fetch_or(Op::access_unprovable, std::memory_order_acq_rel);
+        set_and_announce(op, Op::access_unprovable, KVBLOB_NOTIFY_ACCESS);
         std::lock_guard lock(drain_mu_);
         drain_cv_.notify_all();
         return;

@@ -20,6 +20,13 @@ using LogSink = std::function<void(kvblob_log_level level, const std::string &me
 // The default sink: WARN and above to stderr (MISBEHAVING always).
 LogSink stderr_log_sink(const std::string &driver_name);
 
+// Sees each announcement of a driver that declares KVBLOB_CAP_NOTIFY (ABI
+// 1.1), on the driver's thread, before the host wakes its waiters: for tools
+// that judge drivers (the conformance battery, kvblob-bench). op may be one
+// the admitting call has not returned yet. It runs inside the driver's call
+// to notify, so it must not block, throw, or call the driver.
+using NotifySink = std::function<void(kvblob_op_t *op, kvblob_notify_event event)>;
+
 enum class OpKind { put, get, probe, remove };
 const char *to_string(OpKind kind);
 

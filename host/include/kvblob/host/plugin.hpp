@@ -73,7 +73,8 @@ public:
 
     // Opens a driver (stage init). Throws LoadError when open fails
     // (R-LOAD-9, R-OPN-1) or declares malformed capabilities (R-LOAD-8).
-    Driver open(const Options &options = {}, LogSink log = {}) const;
+    // observe, when set, sees every announcement the driver makes.
+    Driver open(const Options &options = {}, LogSink log = {}, NotifySink observe = {}) const;
 
 private:
     Plugin() = default;

@@ -82,6 +82,10 @@ struct Op : kvblob_op {
     static constexpr uint32_t results_final = 1, access_ended = 2, access_unprovable = 4;
     std::atomic<uint32_t> state{0};
     std::atomic<bool> cancel_requested{false};
+    // Announcements (kvblob_host_services_t.notify) of this operation in
+    // progress: release waits for them, so that no notify names an
+    // operation whose release returned.
+    std::atomic<uint32_t> announcing{0};
     // Set before start() when this operation is to lose its access evidence.
     bool unprovable = false;
 #ifdef KVBLOB_BROKEN_BUILD
@@ -102,6 +106,12 @@ public:
 
     const kvblob_caps_t &caps() const { return caps_; }
     void log(kvblob_log_level level, const std::string &message) const;
+    // Called once by open, before the driver is handed out: declares
+    // KVBLOB_CAP_NOTIFY in caps, and announces every operation from then on,
+    // when the negotiated version is 1.1 or later and the host lent a notify.
+    // A 1.0 host gets no 1.1 bit and is never called.
+    void offer_notify(const kvblob_open_args_t &args, kvblob_caps_t &caps);
+    bool notifies() const { return notifies_; }
 
     // ---- the slots ----
     kvblob_status register_region(const kvblob_region_desc_t *desc, kvblob_region_t **out, std::string &why);
@@ -157,9 +167,13 @@ protected:
     void cancel_unstarted(Op &op);
 
 private:
-    // Publishes one answer's bit; the call that completes the pair counts
-    // the operation out of flight. Touches op only through the one fetch_or.
+    // Publishes one answer's bit, then announces it (once: only the call
+    // that set the bit); the call that completes the pair counts the
+    // operation out of flight. Touches op only through its atomics.
     void publish(Op &op, uint32_t bit);
+    // Sets bit in op's state and, for a notifying driver, announces event
+    // after the bit is visible. Returns the state before.
+    uint32_t set_and_announce(Op &op, uint32_t bit, kvblob_notify_event event);
     // Checks and copies row r of an operation being admitted (R-ADM-4..6).
     kvblob_status admit_row(Op &op, const kvblob_row_t &row, uint64_t r, std::unordered_set<std::string_view> &keys,
                             std::string &why);
@@ -168,6 +182,7 @@ private:
 
     kvblob_caps_t caps_;
     kvblob_host_services_t host_{};
+    bool notifies_ = false;  // set by offer_notify before any operation
 
     std::shared_mutex regions_mu_;
     std::unordered_map<const kvblob_region_t *, std::unique_ptr<Region>> regions_;

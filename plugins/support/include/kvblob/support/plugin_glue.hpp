@@ -49,6 +49,7 @@ struct Glue {
         }
         try {
             auto driver = D::open(*args, *caps);
+            driver->offer_notify(*args, *caps);  // KVBLOB_CAP_NOTIFY, from ABI 1.1 on
             *out = driver.release();
             return KVBLOB_OK;
         } catch (const OptionError &e) {
