@@ -26,11 +26,12 @@ std::shared_ptr<Blob> BlobPool::make(size_t size)
     }
     if (!bytes)  // uninitialised: no zeroing pass
         bytes.reset(static_cast<uint8_t *>(::operator new[](capacity, blob_alignment)));
-    std::weak_ptr<BlobPool> pool = weak_from_this();
-    return std::shared_ptr<Blob>(new Blob(std::move(bytes), size, capacity), [pool](Blob *b) {
-        if (auto p = pool.lock()) p->give_back(std::move(b->bytes_), b->capacity_);
-        delete b;
-    });
+    return std::make_shared<Blob>(std::move(bytes), size, capacity, weak_from_this());
+}
+
+Blob::~Blob()
+{
+    if (auto pool = pool_.lock()) pool->give_back(std::move(bytes_), capacity_);
 }
 
 void BlobPool::give_back(BlobBytes bytes, size_t capacity)

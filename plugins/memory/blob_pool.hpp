@@ -24,23 +24,30 @@ struct BlobBytesFree {
 };
 using BlobBytes = std::unique_ptr<uint8_t[], BlobBytesFree>;
 
+class BlobPool;
+
 // An object's bytes: payload and trailer. Written once by the put that
-// builds it, immutable once published.
+// builds it, immutable once published. Its buffer goes back to the pool it
+// came from when it goes (while that pool lives); built by make_shared, so
+// an object costs one allocation for itself and its count, not two.
 class Blob {
 public:
-    Blob(BlobBytes bytes, size_t size, size_t capacity)
-        : bytes_(std::move(bytes)), size_(size), capacity_(capacity)
+    Blob(BlobBytes bytes, size_t size, size_t capacity, std::weak_ptr<BlobPool> pool)
+        : bytes_(std::move(bytes)), size_(size), capacity_(capacity), pool_(std::move(pool))
     {
     }
+    ~Blob();
+    Blob(const Blob &) = delete;
+    Blob &operator=(const Blob &) = delete;
     uint8_t *data() { return bytes_.get(); }
     const uint8_t *data() const { return bytes_.get(); }
     size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
 
 private:
-    friend class BlobPool;
     BlobBytes bytes_;
     size_t size_, capacity_;
+    std::weak_ptr<BlobPool> pool_;
 };
 
 class BlobPool : public std::enable_shared_from_this<BlobPool> {
@@ -55,6 +62,7 @@ public:
     static size_t size_class(size_t size);
 
 private:
+    friend class Blob;
     void give_back(BlobBytes bytes, size_t capacity);
 
     const uint64_t max_idle_bytes_;

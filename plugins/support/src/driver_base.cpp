@@ -140,23 +140,56 @@ kvblob_status DriverBase::unregister_region(kvblob_region_t *handle)
 
 // ---- admission ------------------------------------------------------------
 
-std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, std::vector<SpanRef> &spans,
+// The keys of the operation being admitted, to find one that repeats: open
+// addressing over the indices of its rows, whose keys it compares. One
+// table per operation, where a std::unordered_set allocated a node per key.
+class DriverBase::RowKeySet {
+public:
+    explicit RowKeySet(const std::vector<Row> &rows) : rows_(rows)
+    {
+        size_t want = 16;
+        while (want < 2 * rows.size()) want <<= 1;
+        slots_.assign(want, 0);
+        mask_ = want - 1;
+    }
+    // False when an earlier row has row r's key.
+    bool insert(uint64_t r)
+    {
+        const std::string &key = rows_[r].key;
+        for (size_t i = std::hash<std::string_view>{}(key) & mask_;; i = (i + 1) & mask_) {
+            uint64_t &slot = slots_[i];
+            if (slot == 0) {
+                slot = r + 1;
+                return true;
+            }
+            if (rows_[slot - 1].key == key) return false;
+        }
+    }
+
+private:
+    const std::vector<Row> &rows_;
+    std::vector<uint64_t> slots_;  // 0: empty; else row + 1
+    size_t mask_ = 0;
+};
+
+std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanList &spans,
                                     std::vector<Region *> &regions, uint64_t &total)
 {
-    const std::string where = "row " + std::to_string(r);
-    if (row.span_count == 0 || !row.spans) return "[R-ADM-5] " + where + " has no span";
+    // Words are put together only for a refusal: this runs for every row.
+    const auto where = [r] { return "row " + std::to_string(r); };
+    if (row.span_count == 0 || !row.spans) return "[R-ADM-5] " + where() + " has no span";
     if (row.span_count > caps_.max_spans_per_row && !KVBLOB_BREAKS("admission.too-many-spans"))
-        return "[R-ADM-5] " + where + " has " + std::to_string(row.span_count) + " spans, more than " +
+        return "[R-ADM-5] " + where() + " has " + std::to_string(row.span_count) + " spans, more than " +
                std::to_string(caps_.max_spans_per_row);
     for (uint32_t s = 0; s < row.span_count; ++s) {
         const auto &span = row.spans[s];
-        const std::string what = where + " span " + std::to_string(s);
-        if (span.struct_size < sizeof(kvblob_span_t)) return "[R-ADM-6] " + what + " has a bad struct_size";
+        const auto what = [&] { return where() + " span " + std::to_string(s); };
+        if (span.struct_size < sizeof(kvblob_span_t)) return "[R-ADM-6] " + what() + " has a bad struct_size";
         auto it = regions_.find(span.region);
-        if (it == regions_.end()) return "[R-ADM-6] " + what + " names a region that is not registered";
+        if (it == regions_.end()) return "[R-ADM-6] " + what() + " names a region that is not registered";
         Region &region = *it->second;
         if (span.length == 0 && !KVBLOB_BREAKS("admission.zero-length-span"))
-            return "[R-ADM-6] " + what + " has zero length";
+            return "[R-ADM-6] " + what() + " has zero length";
         if (KVBLOB_BREAKS("admission.span-outside") && span.offset < region.size &&
             span.length > region.size - span.offset) {
             // Admits the span and quietly moves only the part inside the region.
@@ -166,7 +199,7 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, std::ve
             continue;
         }
         if (span.offset > region.size || span.length > region.size - span.offset)
-            return "[R-ADM-6] " + what + " [" + std::to_string(span.offset) + ", +" + std::to_string(span.length) +
+            return "[R-ADM-6] " + what() + " [" + std::to_string(span.offset) + ", +" + std::to_string(span.length) +
                    ") is outside its region of " + std::to_string(region.size) + " bytes";
         spans.push_back(
             {region.base + span.offset, span.length, region.kind == KVBLOB_MEMORY_DEVICE, region.device_ordinal});
@@ -175,29 +208,29 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, std::ve
     }
     if (KVBLOB_BREAKS("m.adm5.object-limit-per-span")) {
         for (const auto &span : spans)
-            if (span.length > caps_.max_object_bytes) return "[R-ADM-5] " + where + " has a span over the object limit";
+            if (span.length > caps_.max_object_bytes) return "[R-ADM-5] " + where() + " has a span over the object limit";
         return {};
     }
     if (total > caps_.max_object_bytes && !KVBLOB_BREAKS("admission.object-too-large"))
-        return "[R-ADM-5] " + where + " is " + std::to_string(total) + " bytes, over the object limit of " +
+        return "[R-ADM-5] " + where() + " is " + std::to_string(total) + " bytes, over the object limit of " +
                std::to_string(caps_.max_object_bytes);
     return {};
 }
 
 kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
-                                    std::unordered_set<std::string_view> &keys, std::string &why)
+                                    RowKeySet &keys, std::string &why)
 {
-    const std::string where = "row " + std::to_string(r);
+    const auto where = [r] { return "row " + std::to_string(r); };  // only for a refusal
     if (row.struct_size < sizeof(kvblob_row_t)) {
-        why = where + " has a bad struct_size";
+        why = where() + " has a bad struct_size";
         return KVBLOB_E_INVALID;
     }
     if ((row.key_len == 0 || !row.key) && !KVBLOB_BREAKS("admission.empty-key")) {
-        why = "[R-ADM-4] " + where + " has an empty key";
+        why = "[R-ADM-4] " + where() + " has an empty key";
         return KVBLOB_E_REJECTED;
     }
     if (row.key_len > caps_.max_key_bytes && !KVBLOB_BREAKS("admission.long-key")) {
-        why = "[R-ADM-4] " + where + " has a key of " + std::to_string(row.key_len) + " bytes, over " +
+        why = "[R-ADM-4] " + where() + " has a key of " + std::to_string(row.key_len) + " bytes, over " +
               std::to_string(caps_.max_key_bytes);
         return KVBLOB_E_REJECTED;
     }
@@ -205,7 +238,7 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
     dst.key.assign(reinterpret_cast<const char *>(row.key), row.key_len);
     if (KVBLOB_BREAKS("data.binary-keys")) dst.key = dst.key.c_str();  // a key taken as a C string
     if (KVBLOB_BREAKS("admission.converse") && row.key_len == caps_.max_key_bytes) {
-        why = "[R-ADM-4] " + where + " has a key at the limit";  // off by one
+        why = "[R-ADM-4] " + where() + " has a key at the limit";  // off by one
         return KVBLOB_E_REJECTED;
     }
     if (KVBLOB_BREAKS("m.con1.static-key-set")) {
@@ -215,12 +248,12 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
         std::lock_guard seen_lock(seen_mu);
         if (r == 0) seen.clear();
         if (!seen.insert(dst.key).second) {
-            why = "[R-ADM-4] " + where + " repeats a key";
+            why = "[R-ADM-4] " + where() + " repeats a key";
             return KVBLOB_E_REJECTED;
         }
     }
-    if (!keys.insert(dst.key).second && !KVBLOB_BREAKS("admission.duplicate-key")) {
-        why = "[R-ADM-4] " + where + " repeats a key of this operation";
+    if (!keys.insert(r) && !KVBLOB_BREAKS("admission.duplicate-key")) {
+        why = "[R-ADM-4] " + where() + " repeats a key of this operation";
         return KVBLOB_E_REJECTED;
     }
     if (op.kind == OpKind::put || op.kind == OpKind::get) {
@@ -229,7 +262,7 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
             return KVBLOB_E_REJECTED;
         }
     } else if (row.span_count != 0) {
-        why = "[R-ADM-5] " + where + ": probe and remove rows carry no spans";
+        why = "[R-ADM-5] " + where() + ": probe and remove rows carry no spans";
         return KVBLOB_E_REJECTED;
     }
     return KVBLOB_OK;
@@ -287,8 +320,7 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
 #endif
     }
 
-    std::unordered_set<std::string_view> keys;
-    keys.reserve(batch->row_count);
+    RowKeySet keys(op->rows);
     std::shared_lock lock(regions_mu_);
     uint64_t r = 0;
     kvblob_status refusal = KVBLOB_OK;

@@ -6,14 +6,14 @@ namespace kvblob::support {
 
 namespace {
 
-uint64_t fnv1a(std::string_view s, uint64_t basis)
+// FNV-1a from two bases over the same bytes, in one loop: each chain waits
+// on its own multiply, so two side by side cost about what one does.
+void fnv1a_twice(std::string_view s, uint64_t &a, uint64_t &b)
 {
-    uint64_t h = basis;
     for (unsigned char c : s) {
-        h ^= c;
-        h *= 0x100000001b3ull;
+        a = (a ^ c) * 0x100000001b3ull;
+        b = (b ^ c) * 0x100000001b3ull;
     }
-    return h;
 }
 
 void put32(uint8_t *p, uint32_t v)
@@ -44,8 +44,10 @@ constexpr char magic[4] = {'T', 'L', 'B', 'K'};
 KeyDigest key_digest(std::string_view key)
 {
     KeyDigest d{};
-    put64(d.data(), fnv1a(key, 0xcbf29ce484222325ull));
-    put64(d.data() + 8, fnv1a(key, 0x84222325cbf29ce4ull));
+    uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+    fnv1a_twice(key, a, b);
+    put64(d.data(), a);
+    put64(d.data() + 8, b);
     return d;
 }
 

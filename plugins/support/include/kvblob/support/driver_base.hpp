@@ -50,9 +50,36 @@ struct SpanRef {
     int32_t device_ordinal = 0;
 };
 
+// A row's spans. Almost every row has one, held here without an allocation
+// (admitting a row is on every operation's path); a row of several keeps
+// them all in a vector.
+class SpanList {
+public:
+    void push_back(const SpanRef &span)
+    {
+        if (count_ == 0) {
+            one_ = span;
+        } else {
+            if (count_ == 1) more_.push_back(one_);
+            more_.push_back(span);
+        }
+        ++count_;
+    }
+    size_t size() const { return count_; }
+    bool empty() const { return count_ == 0; }
+    const SpanRef *begin() const { return count_ <= 1 ? &one_ : more_.data(); }
+    const SpanRef *end() const { return begin() + count_; }
+    const SpanRef &operator[](size_t i) const { return begin()[i]; }
+
+private:
+    size_t count_ = 0;
+    SpanRef one_{};
+    std::vector<SpanRef> more_;
+};
+
 struct Row {
     std::string key;
-    std::vector<SpanRef> spans;
+    SpanList spans;
     uint64_t total = 0;
     // Written once by the driver; code and message are written before the
     // result is stored (release), and read after it is loaded (acquire).
@@ -175,9 +202,10 @@ private:
     // after the bit is visible. Returns the state before.
     uint32_t set_and_announce(Op &op, uint32_t bit, kvblob_notify_event event);
     // Checks and copies row r of an operation being admitted (R-ADM-4..6).
-    kvblob_status admit_row(Op &op, const kvblob_row_t &row, uint64_t r, std::unordered_set<std::string_view> &keys,
+    class RowKeySet;  // the keys of the operation being admitted (driver_base.cpp)
+    kvblob_status admit_row(Op &op, const kvblob_row_t &row, uint64_t r, RowKeySet &keys,
                             std::string &why);
-    std::string check_spans(const kvblob_row_t &row, uint64_t row_index, std::vector<SpanRef> &spans,
+    std::string check_spans(const kvblob_row_t &row, uint64_t row_index, SpanList &spans,
                             std::vector<Region *> &regions, uint64_t &total);
 
     kvblob_caps_t caps_;
