@@ -9,9 +9,11 @@
 
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "baseline.hpp"
 #include "block_key_bench.hpp"
+#include "completion_latency.hpp"
 #include "driver_lane.hpp"
 #include "kvblob/support/device_copy.hpp"
 #include "lane_memory.hpp"
@@ -74,6 +76,13 @@ int main(int argc, char **argv)
                    "machine whose other work interrupts some of them; both sides alike)")
         ->check(CLI::IsMember({"mean", "median"}))
         ->capture_default_str();
+    bool completion = false;
+    std::string modes_text = "blocking,background";
+    app.add_flag("--completion", completion,
+                 "Measure submit-to-completion latency of one-row gets instead: each of --modes waited on through "
+                 "the driver's notification (ABI 1.1) and polled (the same driver loaded at ABI 1.0), in one run");
+    app.add_option("--modes", modes_text, "With --completion: the values of the driver's mode option to measure")
+        ->capture_default_str();
     if (auto code = cli::parse(app, argc, argv)) return *code;
     if (block_keys_mode) {
         block_key_settings.duration = Seconds(duration);
@@ -111,6 +120,23 @@ int main(int argc, char **argv)
     }
     const auto options = cli::driver_options(flags, "kvblob-bench");
     if (!options) return cli::exit_usage;
+    if (completion) {
+        std::vector<std::string> modes;
+        std::istringstream words(modes_text);
+        for (std::string m; std::getline(words, m, ',');)
+            if (!m.empty()) modes.push_back(m);
+        try {
+            const auto rows = measure_completion(driver_spec, flags.load, *options, modes, sizes, budget);
+            if (json) write_completion_json(std::cout, driver_spec, rows);
+            else print_completion(std::cout, driver_spec, rows);
+            for (const auto &r : rows)
+                if (!r.skipped.empty()) return 1;
+            return 0;
+        } catch (const std::exception &e) {
+            std::cerr << "kvblob-bench: " << e.what() << "\n";
+            return 3;
+        }
+    }
 
     std::optional<Plugin> plugin;
     std::optional<Driver> driver;

@@ -47,7 +47,7 @@ void notify_trampoline(void *context, kvblob_op_t *op, kvblob_notify_event event
         n.cv.notify_all();
     } catch (...) {
     }
-    if (n.fd >= 0) {
+    if (n.fd >= 0 && n.fd_wanted.load(std::memory_order_relaxed)) {
         const uint64_t one = 1;
         // Non-blocking: a full counter (EAGAIN) is still readable.
         [[maybe_unused]] const auto written = ::write(n.fd, &one, sizeof one);
@@ -645,7 +645,12 @@ kvblob_driver_t *Driver::handle() const noexcept { return core_->handle; }
 const kvblob_caps_t &Driver::caps() const noexcept { return core_->caps; }
 const kvblob_scenarios_t *Driver::scenarios() const noexcept { return core_->scenarios; }
 const std::string &Driver::name() const noexcept { return core_->name; }
-int Driver::completion_fd() const noexcept { return core_->notifies() ? core_->notifier().fd : -1; }
+int Driver::completion_fd() const noexcept
+{
+    if (!core_->notifies()) return -1;
+    core_->notifier().fd_wanted.store(true);
+    return core_->notifier().fd;
+}
 
 Region Driver::register_region(const kvblob_region_desc_t &desc) { return Region(core_, core_->register_region(desc)); }
 

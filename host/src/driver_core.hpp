@@ -68,6 +68,9 @@ public:
         std::condition_variable cv;
         uint64_t generation = 0;
         int fd = -1;  // eventfd, readable once any operation was announced
+        // Set by the first Driver::completion_fd: until an engine watches
+        // the descriptor, an announcement costs no system call.
+        std::atomic<bool> fd_wanted{false};
         uint64_t current()
         {
             std::lock_guard lock(mu);

@@ -324,7 +324,7 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     kvblob_negotiation_t n{};
     n.struct_size = sizeof n;
     n.host_min_abi_version = KVBLOB_ABI_VERSION_OLDEST;
-    n.host_max_abi_version = KVBLOB_ABI_VERSION;
+    n.host_max_abi_version = std::clamp<uint32_t>(options.newest_abi_version, KVBLOB_ABI_VERSION_OLDEST, KVBLOB_ABI_VERSION);
     n.host_kvblob_version = release_version_packed();
     const std::string offered = abi_version_text(n.host_min_abi_version) + ".." + abi_version_text(n.host_max_abi_version);
     trace(LoadStage::negotiate, file, "offering ABI " + offered);

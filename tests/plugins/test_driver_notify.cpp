@@ -109,6 +109,8 @@ TEST_CASE("notify: a wait blocked on an operation the driver completes later is 
     MemoryHarness h({{"mode", "controlled"}, {"store", unique_store("notify-ctl")}});
     auto &d = h.driver();
     REQUIRE(d.has(KVBLOB_CAP_NOTIFY));
+    const int fd = d.completion_fd();  // counts what is announced from here on
+    REQUIRE(fd >= 0);
     auto src = h.buffer(1024, 7);
     Batch b;
     b.row(unique_store("held"), {make_span(src.handle(), 0, 1024)});
@@ -121,7 +123,7 @@ TEST_CASE("notify: a wait blocked on an operation the driver completes later is 
     CHECK(op.is_final());
     REQUIRE(hooks.advance(d.handle(), op.handle(), KVBLOB_STAGE_ACCESS_END) == KVBLOB_OK);
     CHECK(waiter.get());
-    CHECK(announcements(d.completion_fd()) == 2);
+    CHECK(announcements(fd) == 2);
     CHECK(op.release() == KVBLOB_OK);
 }
 
@@ -238,4 +240,23 @@ TEST_CASE("notify: offered only ABI 1.0, every bundled driver and the template d
         CHECK(host.table->unregister_region(d, rd) == KVBLOB_OK);
         CHECK(host.table->close(d) == KVBLOB_OK);
     }
+}
+
+TEST_CASE("notify: a host told to offer no newer ABI than 1.0 loads a 1.1 driver at 1.0, polled")
+{
+    kvblob::LoadOptions load;
+    load.newest_abi_version = KVBLOB_ABI_1_0;
+    auto plugin = kvblob::Plugin::load("memory", load);
+    CHECK(plugin.abi_version() == KVBLOB_ABI_1_0);
+    auto driver = plugin.open({{"mode", "background"}, {"store", unique_store("notify-old")}});
+    CHECK_FALSE(driver.has(KVBLOB_CAP_NOTIFY));
+    CHECK(driver.completion_fd() == -1);
+    std::vector<uint8_t> src(512, 3);
+    auto rs = driver.register_region({sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, src.data(), src.size(), 0, 0});
+    Batch b;
+    b.row(unique_store("old-key"), {make_span(rs.handle(), 0, 512)});
+    auto op = driver.submit(OpKind::put, b.get());
+    REQUIRE(op.wait(60s));
+    CHECK(op.results().at(0).result == KVBLOB_ROW_READY);
+    CHECK(op.release() == KVBLOB_OK);
 }

@@ -146,6 +146,8 @@ public:
     // became final or ended its access (KVBLOB_CAP_NOTIFY). Owned by the
     // host (never close it), valid while this Driver lives; read 8 bytes to
     // reset it, then confirm each operation through is_final and access.
+    // It counts the announcements made after its first call (before that,
+    // an announcement makes no system call for it).
     // -1 when the driver does not notify: poll those operations instead.
     int completion_fd() const noexcept;
 

@@ -28,6 +28,10 @@ struct LoadOptions {
     // When set (64 lowercase hex digits), the plugin file's SHA-256 must be
     // this, or it is refused before any of its code runs (R-LOAD-11).
     std::string expected_sha256;
+    // The newest ABI version offered (KVBLOB_ABI_1_0: the driver as a 1.0
+    // host sees it, polled, with no 1.1 feature). For tests and benchmarks;
+    // engines leave it.
+    uint32_t newest_abi_version = KVBLOB_ABI_VERSION;
 };
 
 using Options = std::vector<std::pair<std::string, std::string>>;
