@@ -11,6 +11,7 @@ const std::vector<Check> &battery()
         add_refusal_checks(all);
         add_results_checks(all);
         add_lifetime_checks(all);
+        add_access_bound_checks(all);
         add_cancel_checks(all);
         add_concurrency_checks(all);
         add_notify_checks(all);

@@ -71,6 +71,7 @@ inline RowPairs row_pairs(const Context &c, kvblob_region_t *src, kvblob_region_
 void add_data_checks(std::vector<Check> &out);
 void add_admission_checks(std::vector<Check> &out);
 void add_lifetime_checks(std::vector<Check> &out);
+void add_access_bound_checks(std::vector<Check> &out);
 void add_device_checks(std::vector<Check> &out);
 void add_refusal_checks(std::vector<Check> &out);
 void add_results_checks(std::vector<Check> &out);

@@ -1,7 +1,10 @@
 #include "context.hpp"
 
 #include <cstddef>
+#include <optional>
 #include <thread>
+
+#include "access_wait.hpp"
 
 #include "kvblob/host/capabilities.hpp"
 #include "kvblob/host/key_codec.hpp"
@@ -185,12 +188,25 @@ kvblob_op_t *Context::admit(Driver &d, OpKind kind, Batch &batch) const
 bool Context::settle(Driver &d, kvblob_op_t *op) const
 {
     const auto deadline = std::chrono::steady_clock::now() + op_timeout;
+    // Once final, a driver that declares its access-end bound gets that
+    // bound and a margin (access_wait.hpp), not the check's whole timeout.
+    const bool bounded = d.has(KVBLOB_CAP_ACCESS_BOUND);
+    std::optional<std::chrono::steady_clock::time_point> final_at;
     auto pause = std::chrono::microseconds(1);
     for (;;) {
         uint32_t fin = 0;
         d.table().poll(d.handle(), op, &fin);
-        if (fin && d.table().access(d.handle(), op) != KVBLOB_ACCESS_OPEN) return true;
-        if (std::chrono::steady_clock::now() > deadline) return false;
+        const auto now = std::chrono::steady_clock::now();
+        if (fin) {
+            if (!final_at) final_at = now;
+            if (d.table().access(d.handle(), op) != KVBLOB_ACCESS_OPEN) return true;
+            if (bounded && now - *final_at > access_wait(d.caps()))
+                throw CheckFailure("R-ACC-2", "access still open " + ms_text(now - *final_at) +
+                                                  " after the results were seen final; the driver declares " +
+                                                  ms_text(std::chrono::nanoseconds(d.caps().access_end_bound_ns)) +
+                                                  " (the battery waits " + ms_text(access_wait(d.caps())) + ")");
+        }
+        if (now > deadline) return false;
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::microseconds(2000));
     }

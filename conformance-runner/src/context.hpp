@@ -128,7 +128,9 @@ public:
                         std::string *why = nullptr) const;
     // Submits and requires admission (R-ADM-10).
     kvblob_op_t *admit(Driver &d, OpKind kind, Batch &batch) const;
-    // Waits for final results and access no longer open (R-ACC-2 bound).
+    // Waits for final results and access no longer open: false when not so
+    // within the check's timeout; fails R-ACC-2 when access outlasts the
+    // bound the driver declares (access_wait.hpp).
     bool settle(Driver &d, kvblob_op_t *op) const;
     std::vector<kvblob_row_status_t> results(Driver &d, kvblob_op_t *op, uint64_t rows) const;
     // admit + settle + results + release; the results of a whole operation.

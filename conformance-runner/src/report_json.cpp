@@ -35,6 +35,8 @@ void json_header(std::ostream &out, const RunInfo &run)
         << ",\"max_key_bytes\":" << limit_json(caps.max_key_bytes)
         << ",\"max_object_bytes\":" << limit_json(caps.max_object_bytes)
         << ",\"max_ops_in_flight\":" << limit_json(caps.max_ops_in_flight) << "}"
+        << ",\"access_end_bound_ns\":"
+        << ((caps.flags & KVBLOB_CAP_ACCESS_BOUND) ? std::to_string(caps.access_end_bound_ns) : "null")
         << ",\"hooks\":" << json_string_array({p.offer.hooks.begin(), p.offer.hooks.end()})
         << ",\"options\":" << json_string_array(option_words) << ",\"seed\":" << run.seed
         << ",\"prefix\":" << json_quote(run.prefix) << ",\"command\":" << json_string_array(run.command) << "}\n"

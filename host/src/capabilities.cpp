@@ -14,6 +14,7 @@ std::vector<std::string> capability_names(uint64_t flags)
         {KVBLOB_CAP_DEVICE_MEMORY, "device_memory"}, {KVBLOB_CAP_MULTI_SPAN, "multi_span"},
         {KVBLOB_CAP_PROBE, "probe"},           {KVBLOB_CAP_REMOVE, "remove"},
         {KVBLOB_CAP_NOTIFY, "notify"},
+        {KVBLOB_CAP_ACCESS_BOUND, "access_bound"},
     };
     std::vector<std::string> out;
     for (const auto &n : names)

@@ -1,5 +1,6 @@
 #include "memory_driver.hpp"
 
+#include <kvblob/support/access_bound.hpp>
 #include <kvblob/support/breakage.hpp>
 #include <kvblob/support/crc32c.hpp>
 #include <kvblob/support/device_copy.hpp>
@@ -56,6 +57,15 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
         static std::atomic<uint64_t> opened{0};
         caps.max_rows_per_op -= opened++ % 2;  // declares other limits every other time
     }
+    const int64_t delay_ms = o.integer("access_delay_ms");
+    if (delay_ms < 0) throw support::OptionError("option 'access_delay_ms' must not be negative");
+    auto access_delay = std::chrono::milliseconds(delay_ms);
+    // The bound access_delay_ms keeps (R-ACC-2); controlled mode keeps none:
+    // access ends when a test says.
+    if (mode != Mode::controlled) support::declare_access_bound(args, caps, access_delay);
+    // The broken build of the battery's R-ACC-2 check: ends access 1.5 s
+    // past the bound it declares.
+    if (KVBLOB_BREAKS("lifetime.access-bound")) access_delay += std::chrono::milliseconds(1500);
     std::string store_name = o.text("store");
     if (KVBLOB_BREAKS("concurrency.two-drivers")) {
         static std::atomic<int> opened{0};
@@ -65,12 +75,13 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     if (KVBLOB_BREAKS("m.cap1.limits-shared"))  // the store's budget split between the drivers open on it
         caps.max_ops_in_flight = std::max<uint64_t>(1, caps.max_ops_in_flight / store.use_count());
     return std::unique_ptr<MemoryDriver>(
-        new MemoryDriver(caps, args.host, std::move(store), mode, workers));
+        new MemoryDriver(caps, args.host, std::move(store), mode, workers, access_delay));
 }
 
 MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
-                           std::shared_ptr<Store> store, Mode mode, unsigned workers)
-    : DriverBase(caps, host), store_(std::move(store)), mode_(mode)
+                           std::shared_ptr<Store> store, Mode mode, unsigned workers,
+                           std::chrono::milliseconds access_delay)
+    : DriverBase(caps, host), store_(std::move(store)), mode_(mode), access_delay_(access_delay)
 {
     if (mode_ == Mode::background) workers_.start(workers);
 }
@@ -139,7 +150,11 @@ void MemoryDriver::dispatch(MemoryOp &op)
     }
 }
 
-void MemoryDriver::stop() { workers_.stop(); }
+void MemoryDriver::stop()
+{
+    workers_.stop();
+    access_timer_.stop();  // after the workers: they hand it operations
+}
 
 void MemoryDriver::run(MemoryOp &op)
 {
@@ -156,8 +171,15 @@ void MemoryDriver::run(MemoryOp &op)
         return;
     }
 #endif
-    end_access(op);
-    finish(op);  // the last touch: op may be released from here on
+    if (access_delay_.count() > 0) {
+        // Final now, access open until the delay passed: op cannot be
+        // released before the timer's end_access, its last touch.
+        finish(op);
+        access_timer_.at(AccessTimer::Clock::now() + access_delay_, [this, &op] { end_access(op); });
+    } else {
+        end_access(op);
+        finish(op);  // the last touch: op may be released from here on
+    }
     if (late_touch) {
         // Keeps reading the caller's memory for 300 ms after saying access
         // ended, so the check's revoked window catches it however late it comes.

@@ -8,8 +8,11 @@
 //               each stage: START, TRANSFER_END, then COMMIT and ACCESS_END
 //               in either order. This is how tests show that results and
 //               access are independent (R-ACC-1).
-// Access ends as soon as an operation's bytes have moved (R-ACC-2: the bound
-// is the time of one copy of the operation's rows).
+// Access ends as soon as an operation's bytes have moved, before its results
+// are final (R-ACC-2: a declared bound of 0); with access_delay_ms=N, N ms
+// after they are final instead (a declared bound of N ms), as a store whose
+// transport lets go of the caller's memory only after it answered. In
+// controlled mode access ends when advance() says, and no bound is declared.
 #pragma once
 
 #include <kvblob/support/driver_base.hpp>
@@ -22,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "access_timer.hpp"
 #include "store.hpp"
 
 namespace kvblob::memory {
@@ -72,7 +76,7 @@ protected:
 
 private:
     MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, std::shared_ptr<Store> store,
-                 Mode mode, unsigned workers);
+                 Mode mode, unsigned workers, std::chrono::milliseconds access_delay);
 
     void run(MemoryOp &op);  // every stage, in order
     void transfer(MemoryOp &op);
@@ -85,6 +89,10 @@ private:
 
     std::shared_ptr<Store> store_;
     const Mode mode_;
+    // access_delay_ms: how long after final an operation's access ends (0:
+    // before final), on access_timer_'s thread.
+    const std::chrono::milliseconds access_delay_;
+    AccessTimer access_timer_;
 
     // Staged scenarios, under hooks_mu_.
     std::mutex hooks_mu_;

@@ -10,7 +10,7 @@ using support::option;
 
 namespace {
 
-constexpr std::array<kvblob_option_desc_t, 5> own_options = {{
+constexpr std::array<kvblob_option_desc_t, 6> own_options = {{
     option(KVBLOB_OPTION_STRING, "store", "default", nullptr,
            "Name of the in-process store; drivers opened with the same name share objects."),
     option(KVBLOB_OPTION_BYTES, "capacity", "0", nullptr,
@@ -22,6 +22,10 @@ constexpr std::array<kvblob_option_desc_t, 5> own_options = {{
     option(KVBLOB_OPTION_INT, "workers", "2", nullptr, "Worker threads in background mode."),
     option(KVBLOB_OPTION_BOOL, "hints", "true", nullptr,
            "Declare the hints capability (a copy of each hint is kept with its operation)."),
+    option(KVBLOB_OPTION_MILLISECONDS, "access_delay_ms", "0", nullptr,
+           "End each operation's access this long after its results are final (a transport that lets go of the "
+           "caller's memory after it answered), and declare it as the access-end bound. 0: access ends before "
+           "results are final. Not in controlled mode, which declares no bound."),
 }};
 
 constexpr auto all_options = support::join(own_options, support::limit_options());

@@ -1,5 +1,6 @@
 #include "mooncake_driver.hpp"
 
+#include <kvblob/support/access_bound.hpp>
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
@@ -21,6 +22,8 @@ std::unique_ptr<MooncakeDriver> MooncakeDriver::open(const kvblob_open_args_t &a
     const uint64_t replicas = support::positive(o, "replica_num");
     caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE;
     support::apply_limits(o, caps);
+    // run() ends an operation's access before its results are final: R-ACC-2's bound is 0.
+    support::declare_access_bound(args, caps, std::chrono::nanoseconds(0));
     if (caps.max_spans_per_row != 1)
         throw support::OptionError("option 'max_spans' must be 1: Mooncake moves one buffer per key");
     const int64_t lease_wait_ms = o.integer("remove_lease_wait_ms");

@@ -1,5 +1,6 @@
 #include "redis_driver.hpp"
 
+#include <kvblob/support/access_bound.hpp>
 #include <kvblob/support/crc32c.hpp>
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/options.hpp>
@@ -106,6 +107,8 @@ std::unique_ptr<RedisDriver> RedisDriver::open(const kvblob_open_args_t &args, k
     const unsigned workers = support::worker_count(o);
     caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
     support::apply_limits(o, caps);
+    // run() ends an operation's access before its results are final: R-ACC-2's bound is 0.
+    support::declare_access_bound(args, caps, std::chrono::nanoseconds(0));
     // Redis strings hold at most 512 MiB (proto-max-bulk-len's default),
     // trailer included.
     if (caps.max_object_bytes > max_value_bytes - trailer_size)
