@@ -213,10 +213,15 @@ __attribute__((target("avx512f,vpclmulqdq"))) inline __m512i fold(__m512i acc, _
                                      next, 0x96);
 }
 
+// GCC 12's _mm512_broadcast_i32x4 passes an undefined vector as its unused
+// merge source, which -Wmaybe-uninitialized reports at every use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 __attribute__((target("avx512f"))) inline __m512i broadcast(const FoldConstants &c)
 {
     return _mm512_broadcast_i32x4(_mm_set_epi64x(static_cast<long long>(c.k_low), static_cast<long long>(c.k_high)));
 }
+#pragma GCC diagnostic pop
 
 // 64 bytes at s + at, stored to d + at as well with Copy.
 template <bool Copy>
