@@ -9,29 +9,7 @@
 #include <regex>
 #include <sstream>
 
-#include "support/process.hpp"
-
-namespace {
-
-CommandResult runner(const std::string &args)
-{
-    return run_command(std::string(KVBLOB_CONFORMANCE_BIN) + " " + args);
-}
-
-std::string slurp(const std::string &path)
-{
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-std::string temp_path(const std::string &name)
-{
-    return (std::filesystem::temp_directory_path() / ("kvblob-test-" + name)).string();
-}
-
-}  // namespace
+#include "conformance/runner_cli.hpp"
 
 TEST_CASE("a driver without remove: the text, JSON and JUnit reports say what each check left behind")
 {

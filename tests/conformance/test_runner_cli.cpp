@@ -8,40 +8,9 @@
 #include <set>
 #include <sstream>
 
+#include "conformance/runner_cli.hpp"
 #include "kvblob/host/discovery.hpp"
 #include "kvblob/host/sha256.hpp"
-#include "support/process.hpp"
-
-namespace {
-
-CommandResult runner(const std::string &args)
-{
-    return run_command(std::string(KVBLOB_CONFORMANCE_BIN) + " " + args);
-}
-
-std::set<std::string> rule_ids_in(const std::string &text)
-{
-    std::set<std::string> ids;
-    const std::regex id(R"(R-[A-Z]+-[0-9]+)");
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), id); it != std::sregex_iterator(); ++it)
-        ids.insert(it->str());
-    return ids;
-}
-
-std::string slurp(const std::string &path)
-{
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-std::string temp_path(const std::string &name)
-{
-    return (std::filesystem::temp_directory_path() / ("kvblob-test-" + name)).string();
-}
-
-}  // namespace
 
 TEST_CASE("--list --json: at least 35 checks, and every contract rule is covered")
 {
