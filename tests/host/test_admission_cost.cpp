@@ -26,8 +26,13 @@ void *operator new(std::size_t n)
     if (void *p = std::malloc(n ? n : 1)) return p;
     throw std::bad_alloc();
 }
+// GCC takes these frees for mismatched with operator new at each inlined
+// use; they match the malloc above.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void *p) noexcept { std::free(p); }
 void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace {
 
