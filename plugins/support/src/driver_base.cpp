@@ -25,10 +25,11 @@ public:
     }
     ~CallScope()
     {
-        if (calls_.fetch_sub(1) == 1) {
-            std::lock_guard lock(mu_);
-            cv_.notify_all();
-        }
+        // Counted out under the lock drain judges by: a drain that sees the
+        // last call gone may return and the driver be closed, so nothing of
+        // it may be touched after the lock is let go.
+        std::lock_guard lock(mu_);
+        if (calls_.fetch_sub(1) == 1) cv_.notify_all();
     }
 
 private:
@@ -531,8 +532,10 @@ void DriverBase::publish(Op &op, uint32_t bit)
         set_and_announce(op, bit, bit == Op::results_final ? KVBLOB_NOTIFY_FINAL : KVBLOB_NOTIFY_ACCESS);
     // From here on op may be released and gone: only the driver's own state.
     if (((before | bit) & both) == both && (before & both) != both) {
-        in_flight_.fetch_sub(1);
+        // Under drain's lock, as CallScope: once drain sees nothing in
+        // flight, the driver may be closed and gone.
         std::lock_guard lock(drain_mu_);
+        in_flight_.fetch_sub(1);
         drain_cv_.notify_all();
     }
 }
