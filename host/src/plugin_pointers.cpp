@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -23,7 +22,7 @@ std::string hex(uintptr_t v)
     return text;
 }
 
-// A pipe the kernel copies probed memory into, drained as it goes.
+// A pipe the kernel copies a probed byte into, drained as it goes.
 class Probe {
 public:
     Probe()
@@ -38,37 +37,31 @@ public:
     Probe(const Probe &) = delete;
     Probe &operator=(const Probe &) = delete;
 
-    // Copies up to n bytes at p into out (n <= out's size): how many could
-    // be read (0 at an unreadable first byte), or -1 when the probe failed.
-    ssize_t copy(const void *p, size_t n, char *out)
+    // 1 when the byte at p can be read, 0 when not, -1 when the probe failed.
+    int readable(uintptr_t p)
     {
+        char byte;
         if (fds_[1] < 0) return -1;
-        const ssize_t put = ::write(fds_[1], p, n);
-        if (put < 0) return errno == EFAULT ? 0 : -1;
-        return ::read(fds_[0], out, static_cast<size_t>(put)) == put ? put : -1;
+        if (::write(fds_[1], reinterpret_cast<const void *>(p), 1) != 1) return errno == EFAULT ? 0 : -1;
+        return ::read(fds_[0], &byte, 1) == 1 ? 1 : -1;
     }
 
 private:
     int fds_[2];
 };
 
-// Reads [p, p + n) in chunks no larger than the pipe holds, none crossing a
-// page boundary (a write that faults midway copies what came before).
-template <class Each>
-std::string walk(const void *p, size_t n, Each each)
+uintptr_t page_size() { return static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE)); }
+
+// Readability is a property of whole pages: one byte probed in each page
+// [p, p + n) touches says it for every byte there, and reads no byte
+// outside the range (AddressSanitizer would rightly call that an overflow).
+std::string unreadable_pages(Probe &probe, uintptr_t p, size_t n)
 {
-    static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-    Probe probe;
-    std::array<char, 4096> chunk{};
-    auto at = reinterpret_cast<uintptr_t>(p);
-    while (n > 0) {
-        const size_t step = std::min({n, chunk.size(), page - at % page});
-        const ssize_t got = probe.copy(reinterpret_cast<const void *>(at), step, chunk.data());
-        if (got < 0) return "its memory could not be probed";
-        if (static_cast<size_t>(got) < step) return hex(at + static_cast<uintptr_t>(got)) + " is not readable memory";
-        if (each(chunk.data(), step)) break;
-        at += step;
-        n -= step;
+    const uintptr_t end = p + n, page = page_size();
+    for (uintptr_t at = p; at < end; at = (at / page + 1) * page) {
+        const int r = probe.readable(at);
+        if (r < 0) return "its memory could not be probed";
+        if (r == 0) return hex(at) + " is not readable memory";
     }
     return {};
 }
@@ -78,27 +71,31 @@ std::string walk(const void *p, size_t n, Each each)
 std::string unreadable(const void *p, size_t bytes)
 {
     if (!p) return "it is NULL";
-    if (reinterpret_cast<uintptr_t>(p) + bytes < reinterpret_cast<uintptr_t>(p)) return "it wraps around the address space";
-    return walk(p, bytes, [](const char *, size_t) { return false; });
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    if (at + bytes < at) return "it wraps around the address space";
+    Probe probe;
+    return unreadable_pages(probe, at, bytes);
 }
 
 std::string read_bounded_string(const char *p, size_t max, std::string &out)
 {
     out.clear();
     if (!p) return "NULL";
-    bool ended = false;
-    // max + 1 bytes at most: the string and its NUL.
-    std::string why = walk(p, max + 1, [&](const char *chunk, size_t n) {
-        const char *nul = static_cast<const char *>(std::memchr(chunk, '\0', n));
-        out.append(chunk, nul ? static_cast<size_t>(nul - chunk) : n);
-        return ended = nul != nullptr;
-    });
-    if (!why.empty()) return "not a readable string (" + why + ")";
-    if (!ended) {
-        out.resize(max);
-        return "longer than " + std::to_string(max) + " bytes";
+    Probe probe;
+    const uintptr_t page = page_size();
+    auto at = reinterpret_cast<uintptr_t>(p);
+    // Page by page: each one's first byte probed, then read up to its NUL
+    // (strnlen stops there), max + 1 bytes at most: the string and its NUL.
+    while (out.size() <= max) {
+        if (auto why = unreadable_pages(probe, at, 1); !why.empty()) return "not a readable string (" + why + ")";
+        const size_t room = std::min<size_t>((at / page + 1) * page - at, max + 1 - out.size());
+        const size_t len = ::strnlen(reinterpret_cast<const char *>(at), room);
+        out.append(reinterpret_cast<const char *>(at), len);
+        if (len < room) return {};
+        at += room;
     }
-    return {};
+    out.resize(max);
+    return "longer than " + std::to_string(max) + " bytes";
 }
 
 std::string not_code(const void *fn)

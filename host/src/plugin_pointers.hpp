@@ -10,8 +10,9 @@
 namespace kvblob {
 
 // Empty when all of [p, p + bytes) can be read; otherwise why not, in words.
-// Never faults: the memory is read by the kernel (a pipe write), which
-// answers EFAULT where a load would raise SIGSEGV.
+// Never faults: one byte of each page is read by the kernel (a pipe write),
+// which answers EFAULT where a load would raise SIGSEGV, and no byte
+// outside the range is read.
 std::string unreadable(const void *p, size_t bytes);
 
 // Reads the NUL-terminated string at p, at most max bytes before the NUL,
