@@ -217,9 +217,12 @@ void add_lifetime_checks(std::vector<Check> &out)
                            rows = std::clamp<uint64_t>(static_cast<uint64_t>(budget / std::max(per_row, 1e-9)), probe_rows,
                                                        std::min<uint64_t>(d.caps().max_rows_per_op, 20000));
                        }
-                       // Three rounds of each kind: on a loaded machine the drain may come
-                       // too late to find one call still in progress.
-                       for (int round = 0; round < 6; ++round) {
+                       // Three rounds of each kind at least, then more while an eighth of
+                       // the check's time allows (16 at most): on a loaded machine the
+                       // drain may often come too late to find a call still in progress.
+                       const auto more_until = std::chrono::steady_clock::now() + c.op_timeout / 8;
+                       for (int round = 0; round < 16 && (round < 6 || std::chrono::steady_clock::now() < more_until);
+                            ++round) {
                            const OpKind kind = round % 2 ? OpKind::get : OpKind::put;
                            auto d = c.open();
                            auto other = c.open();
