@@ -89,6 +89,13 @@ struct Observed {
     std::shared_ptr<Announcements> seen = std::make_shared<Announcements>();
     CheckDriver d;
     explicit Observed(const Context &c) : d(c.open_observed(seen->sink(seen))) {}
+    // Releases op and returns what was seen of it, forgotten from here: a
+    // handle the driver reuses later starts a fresh record.
+    Announcements::Seen release(kvblob_op_t *op)
+    {
+        expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
+        return seen->take(op);
+    }
 };
 
 std::string ms(std::chrono::milliseconds t) { return std::to_string(t.count()) + " ms"; }
@@ -123,8 +130,7 @@ void add_notify_checks(std::vector<Check> &out)
                        for (OpKind kind : {OpKind::put, OpKind::get}) {
                            auto op = c.admit(o.d, kind, kind == OpKind::put ? rows.put : rows.get);
                            settle_announced(c, o, op, std::string("an 8-row ") + to_string(kind));
-                           expect(o.d.table().release(o.d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
-                           o.seen->take(op);  // a handle reused later starts a fresh record
+                           o.release(op);
                        }
                        expect(std::memcmp(src.data(), dst.data(), src.size()) == 0, "R-ROW-1",
                               "the get did not read back what the put stored");
@@ -139,8 +145,7 @@ void add_notify_checks(std::vector<Check> &out)
                            settle_announced(c, o, ops[i], "get " + std::to_string(i) + " of 8 in flight together");
                        }
                        for (auto *op : ops) {
-                           expect(o.d.table().release(o.d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
-                           o.seen->take(op);
+                           o.release(op);
                        }
                    }});
     out.push_back({"notify.after-state", {"R-NTF-2"}, Level::must, KVBLOB_CAP_NOTIFY, {},
@@ -176,8 +181,7 @@ void add_notify_checks(std::vector<Check> &out)
                            judge(op, what);
                            expect(c.settle(o.d, op), "R-ACC-2", what + " did not settle");
                            judge(op, what);
-                           expect(o.d.table().release(o.d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
-                           o.seen->take(op);
+                           o.release(op);
                        }
                        const auto *hooks = o.d.scenarios();
                        if (!hooks || !hooks->stage_held_get || !hooks->release_staged) {
@@ -202,12 +206,11 @@ void add_notify_checks(std::vector<Check> &out)
                        uint32_t fin = 1;
                        o.d.table().poll(o.d.handle(), op, &fin);
                        expect(fin == 0, "R-CON-3", "a get held inside the store is final before the store let go");
-                       expect(o.d.table().release(o.d.handle(), op2) == KVBLOB_OK, "R-OPS-1", "release refused");
-                       o.seen->take(op2);
+                       o.release(op2);
                        c.stage(o.d, "release_staged", "R-NTF-2");
                        settle_announced(c, o, op, "a held get after the store let go");
                        judge(op, "a held get after the store let go");
-                       expect(o.d.table().release(o.d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
+                       o.release(op);
                    }});
     out.push_back({"notify.once", {"R-NTF-3"}, Level::must, KVBLOB_CAP_NOTIFY, {},
                    "each operation is announced final once and access ended once, and nothing is announced after "
@@ -232,10 +235,8 @@ void add_notify_checks(std::vector<Check> &out)
                            for (size_t i = 0; i < ops.size(); ++i) {
                                const std::string what = to_string(kind) + std::string(" ") + std::to_string(i) + " of 16";
                                settle_announced(c, o, ops[i], what);
-                               expect(o.d.table().release(o.d.handle(), ops[i]) == KVBLOB_OK, "R-OPS-1",
-                                      "release refused");
                                // Released: every announcement of it has returned (R-NTF-3).
-                               const auto seen = o.seen->take(ops[i]);
+                               const auto seen = o.release(ops[i]);
                                expect(seen.final == 1, "R-NTF-3",
                                       what + " was announced final " + std::to_string(seen.final) + " times");
                                expect(seen.access == 1, "R-NTF-3",
