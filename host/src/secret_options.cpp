@@ -27,6 +27,13 @@ bool looks_secret(std::string_view option_name)
 
 bool holds_credentials(std::string_view value)
 {
+    // A password given inline: "host=h password=x" (a DSN) or a URL's
+    // "?password=x".
+    std::string lower(value);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    for (std::string_view key : {"password=", "passwd=", "pwd="})
+        if (lower.find(key) != std::string::npos) return true;
+
     // scheme://[user]:password@host...: the userinfo ends at the last '@'
     // before the path, and holds a ':' when it carries a password.
     const auto scheme = value.find("://");

@@ -145,6 +145,9 @@ TEST_CASE("secret options: a URL that carries a password is redacted whatever it
     CHECK_FALSE(kvblob::holds_credentials("redis://h:6379"));
     CHECK_FALSE(kvblob::holds_credentials("http://h:1/a:b@c"));  // an '@' in the path, not the userinfo
     CHECK_FALSE(kvblob::holds_credentials("user:pw@h"));  // not a URL
+    CHECK(kvblob::holds_credentials("host=db port=5432 password=hunter2"));  // a DSN
+    CHECK(kvblob::holds_credentials("redis://h:1/0?Password=hunter2"));
+    CHECK_FALSE(kvblob::holds_credentials("host=db port=5432 user=app"));
     auto redis = kvblob::Plugin::load(std::string(KVBLOB_PLUGIN_DIR) + "/libkvblob_redis.so");
     const auto shown = redis.redacted({{"url", "redis://:hunter2@h:1"}, {"database", "3"}});
     CHECK(shown[0].second == kvblob::redacted_value);

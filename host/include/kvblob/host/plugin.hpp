@@ -50,7 +50,8 @@ bool looks_secret(std::string_view option_name);
 
 // Whether an option's value carries a password itself, whatever its name
 // or its driver's marks: a URL with one in its userinfo
-// (redis://user:password@host). Such values are redacted too.
+// (redis://user:password@host), or one given inline as password=, passwd=
+// or pwd= (a DSN, a URL's query). Such values are redacted too.
 bool holds_credentials(std::string_view value);
 
 class Plugin {
