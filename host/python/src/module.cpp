@@ -11,12 +11,17 @@
 //   memory go.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <structmember.h>
+
+#include <algorithm>
+#include <array>
 
 #include <chrono>
 #include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvblob/host/batch.hpp"
@@ -27,8 +32,7 @@
 #include "kvblob/host/plugin.hpp"
 #include "kvblob/host/version.hpp"
 
-// batch.hpp's helpers, in namespace kvblob like all of the public API.
-using kvblob::Batch;
+// batch.hpp's helper, in namespace kvblob like all of the public API.
 using kvblob::make_span;
 
 namespace py = pybind11;
@@ -53,20 +57,64 @@ std::string type_name(const py::handle &h) { return py::str(py::type::handle_of(
     throw CallError(KVBLOB_E_REJECTED, rule, "row " + std::to_string(row) + ": " + what);
 }
 
-std::string key_bytes(const py::handle &key, size_t row)
+// A row's key as the bytes the driver gets: a bytes object's own, or a
+// str's UTF-8 (which CPython keeps with the str). Valid while key lives: the
+// caller holds it until the driver has the batch.
+std::string_view key_view(const py::handle &key, size_t row)
 {
-    if (py::isinstance<py::bytes>(key)) return key.cast<std::string>();
-    if (py::isinstance<py::str>(key)) return key.cast<std::string>();  // UTF-8
+    if (PyBytes_Check(key.ptr())) return {PyBytes_AS_STRING(key.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(key.ptr()))};
+    if (PyUnicode_Check(key.ptr())) {
+        Py_ssize_t n = 0;
+        if (const char *text = PyUnicode_AsUTF8AndSize(key.ptr(), &n)) return {text, static_cast<size_t>(n)};
+        PyErr_Clear();
+        key.cast<std::string>();  // no UTF-8 (a lone surrogate): pybind's refusal, as always
+        throw py::cast_error("the key is not valid UTF-8");
+    }
     bad_row(row, "R-ADM-4", "the key must be bytes or str, not " + type_name(key));
 }
 
 // A tuple or a list (a str or bytes is a key, not a sequence of fields).
 bool is_fields(const py::handle &h) { return py::isinstance<py::tuple>(h) || py::isinstance<py::list>(h); }
 
+// The fields of a row or a span (a tuple or a list): read in place when it
+// is exactly a tuple or a list, with no call per field; a subclass answers
+// through its own __len__ and __getitem__, as it always did.
+class Fields {
+public:
+    explicit Fields(const py::handle &seq)
+        : seq_(seq), exact_(PyTuple_CheckExact(seq.ptr()) || PyList_CheckExact(seq.ptr()))
+    {
+    }
+    size_t size() const { return exact_ ? static_cast<size_t>(Py_SIZE(seq_.ptr())) : py::len(seq_); }
+    py::object operator[](size_t i) const
+    {
+        if (exact_ && i < size())
+            return py::reinterpret_borrow<py::object>(PySequence_Fast_GET_ITEM(seq_.ptr(), static_cast<Py_ssize_t>(i)));
+        return other(i);
+    }
+
+private:
+    [[gnu::noinline]] py::object other(size_t i) const
+    {
+        if (!exact_) return py::reinterpret_borrow<py::sequence>(seq_)[i];
+        // A list emptied meanwhile (by an __index__ of the row's own).
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        throw py::error_already_set();
+    }
+
+    py::handle seq_;
+    bool exact_;
+};
+
 // An offset or a length: a non-negative integer (int, or anything with
 // __index__ such as numpy's integers; not bool) that fits in 64 bits.
 uint64_t span_number(const py::handle &h, size_t row, const char *what)
 {
+    if (PyLong_CheckExact(h.ptr())) {  // the usual case, read at once
+        const unsigned long long v = PyLong_AsUnsignedLongLong(h.ptr());
+        if (v != static_cast<unsigned long long>(-1) || !PyErr_Occurred()) return v;
+        PyErr_Clear();  // negative, or too large: said below
+    }
     if (py::isinstance<py::bool_>(h) || !PyIndex_Check(h.ptr()))
         bad_row(row, "R-ADM-6", std::string("the span's ") + what + " must be a non-negative int, not " + type_name(h));
     py::int_ value = py::reinterpret_steal<py::int_>(PyNumber_Index(h.ptr()));
@@ -180,25 +228,147 @@ struct MessageBook {
     std::string read(uint64_t row);
 };
 
-struct RowResult {
-    RowState status;
+// RowResult: a plain CPython type, not a pybind class. results() makes one
+// per row each time it is asked, and an engine reads every row's status: a
+// pybind instance costs a holder, an entry in pybind's instance map and a
+// dispatch per attribute read; this one is an allocation, and its status
+// and code are read as plain members. status is one of RowStatus's own
+// members (row_statuses), so that no conversion is made per read and
+// `r.status == RowStatus.READY` is settled by identity (status_eq).
+struct RowResultObject {
+    PyObject_HEAD
+    PyObject *status;  // a RowStatus member, held
     int32_t code;
-    std::shared_ptr<MessageBook> book;
-    uint64_t row = 0;
-    std::string message() const { return book ? book->read(row) : std::string(); }
+    int32_t result;  // the kvblob_row_result status stands for
+    uint64_t row;
+    PyObject *book;  // a capsule of the operation's shared_ptr<MessageBook> (book_capsule), held
 };
+
+PyTypeObject *row_result_type = nullptr;      // made at import, never freed
+std::array<PyObject *, 7> row_statuses{};      // RowStatus.PENDING..CANCELLED by value, held for good
+
+PyObject *status_object(kvblob_row_result result)
+{
+    if (result >= 0 && static_cast<size_t>(result) < row_statuses.size()) {
+        Py_INCREF(row_statuses[result]);
+        return row_statuses[result];
+    }
+    return py::cast(static_cast<RowState>(result)).release().ptr();  // not one the ABI names
+}
+
+// The book as RowResults hold it: a reference to a Python object costs no
+// atomic operation, where a shared_ptr per row would.
+py::capsule book_capsule(const std::shared_ptr<MessageBook> &book)
+{
+    return py::capsule(new std::shared_ptr<MessageBook>(book),
+                       [](void *p) { delete static_cast<std::shared_ptr<MessageBook> *>(p); });
+}
+
+// RowResults freed, kept for the next ones: an engine reads an operation's
+// results and drops them before it asks the next operation's, so results()
+// mostly reuses the last one's instead of allocating one per row.
+constexpr size_t spare_rows_max = 1024;
+std::array<PyObject *, spare_rows_max> spare_rows;
+size_t spare_row_count = 0;
+
+py::object make_row_result(const kvblob::RowStatus &status, const py::capsule &book, uint64_t row)
+{
+    py::object r;
+    if (spare_row_count > 0)
+        r = py::reinterpret_steal<py::object>(PyObject_Init(spare_rows[--spare_row_count], row_result_type));
+    else
+        r = py::reinterpret_steal<py::object>(row_result_type->tp_alloc(row_result_type, 0));
+    if (!r) throw py::error_already_set();
+    auto *f = reinterpret_cast<RowResultObject *>(r.ptr());
+    f->status = status_object(status.result);
+    f->code = status.driver_code;
+    f->result = status.result;
+    f->row = row;
+    f->book = book.inc_ref().ptr();
+    return r;
+}
+
+void row_result_dealloc(PyObject *self)
+{
+    auto *f = reinterpret_cast<RowResultObject *>(self);
+    Py_CLEAR(f->book);
+    Py_CLEAR(f->status);
+    PyTypeObject *type = Py_TYPE(self);
+    if (spare_row_count < spare_rows_max) spare_rows[spare_row_count++] = self;
+    else type->tp_free(self);
+    Py_DECREF(type);  // a heap type: each instance holds it
+}
+
+// The RowResult behind h, or nullptr when h is not one.
+const RowResultObject *as_row_result(const py::handle &h)
+{
+    return Py_TYPE(h.ptr()) == row_result_type ? reinterpret_cast<const RowResultObject *>(h.ptr()) : nullptr;
+}
+
+std::string row_message(const RowResultObject &r)
+{
+    auto *book = static_cast<std::shared_ptr<MessageBook> *>(PyCapsule_GetPointer(r.book, nullptr));
+    if (!book) throw py::error_already_set();
+    return (*book)->read(r.row);
+}
+
+PyMemberDef row_result_members[] = {
+    {"status", T_OBJECT_EX, offsetof(RowResultObject, status), READONLY, "The row's RowStatus"},
+    {"code", T_INT, offsetof(RowResultObject, code), READONLY, "The driver's code for the row"},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+// RowResult's type, named name (the module's, then ".RowResult").
+PyTypeObject *make_row_result_type(const char *name)
+{
+    static PyType_Slot slots[] = {
+        {Py_tp_dealloc, reinterpret_cast<void *>(row_result_dealloc)},
+        {Py_tp_members, row_result_members},
+        {Py_tp_doc, const_cast<char *>("One row's result: status, code, and the driver's message (read when asked)")},
+        {0, nullptr},
+    };
+    PyType_Spec spec{name, static_cast<int>(sizeof(RowResultObject)), 0,
+                     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, slots};
+    auto *type = reinterpret_cast<PyTypeObject *>(PyType_FromSpec(&spec));
+    if (!type) throw py::error_already_set();
+    return type;
+}
+
+// RowStatus's == and != as pybind made them (the same type and the same
+// value), with identity asked first: results hand out RowStatus's own
+// members, so comparing a row's status with one costs no conversion.
+PyObject *status_eq_pybind = nullptr, *status_ne_pybind = nullptr;  // pybind's, held for good
+
+PyObject *status_compare(PyObject *self, PyObject *other, bool equal, PyObject *pybind_way)
+{
+    if (self == other) return Py_NewRef(equal ? Py_True : Py_False);
+    if (Py_TYPE(self) != Py_TYPE(other)) return Py_NewRef(equal ? Py_False : Py_True);
+    return PyObject_CallFunctionObjArgs(pybind_way, self, other, nullptr);
+}
+PyObject *status_eq(PyObject *self, PyObject *other) { return status_compare(self, other, true, status_eq_pybind); }
+PyObject *status_ne(PyObject *self, PyObject *other) { return status_compare(self, other, false, status_ne_pybind); }
+// RowStatus's comparison slot: the two above called straight, not looked up
+// by name as the slot pybind's __eq__ and __ne__ leave would (no other
+// comparison is defined for RowStatus).
+PyObject *status_richcompare(PyObject *self, PyObject *other, int op)
+{
+    if (op == Py_EQ) return status_eq(self, other);
+    if (op == Py_NE) return status_ne(self, other);
+    Py_RETURN_NOTIMPLEMENTED;
+}
 
 struct PyOperation : std::enable_shared_from_this<PyOperation> {
     Operation op;
     int completion_fd = -1;  // the driver's (Driver::completion_fd), -1 when it does not notify
     std::shared_ptr<MessageBook> book;
+    py::capsule book_held;    // book, as RowResults hold it
     bool book_final = false;  // book was made once the results were final
     std::vector<std::shared_ptr<PyRegion>> regions;  // alive while the driver may touch them
     // The final results as the host last gave them, kept for results() after
     // the handle is gone (released, or its driver closed). While the handle
     // lives every call asks the host, which holds the first final answer for
     // good (R-ROW-1) and notes a driver that changes it in the row's message.
-    std::vector<RowResult> last_final;
+    std::vector<kvblob::RowStatus> last_final;
 
     // The operation, unless it was released or its driver closed.
     Operation &live()
@@ -214,12 +384,11 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
         py::gil_scoped_release nogil;
         return o.wait(to_ms(timeout));
     }
-    std::vector<RowResult> results()
+    py::list results()
     {
-        if (!op.handle() && !last_final.empty()) return last_final;
+        if (!op.handle() && !last_final.empty()) return rows_list(last_final);
         Operation &o = live();
         std::vector<kvblob::RowStatus> rows;
-        std::vector<RowResult> out;
         bool final = false;
         {
             py::gil_scoped_release nogil;
@@ -231,12 +400,19 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
             book = std::make_shared<MessageBook>();
             book->op = weak_from_this();
             book->text.resize(rows.size());
+            book_held = book_capsule(book);
             book_final = final;
         }
-        out.reserve(rows.size());
+        py::list out = rows_list(rows);
+        if (final) last_final = std::move(rows);
+        return out;
+    }
+    // A RowResult for each row, sharing book.
+    py::list rows_list(const std::vector<kvblob::RowStatus> &rows) const
+    {
+        py::list out(rows.size());
         for (uint64_t i = 0; i < rows.size(); ++i)
-            out.push_back({static_cast<RowState>(rows[i].result), rows[i].driver_code, book, i});
-        if (final) last_final = out;
+            PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), make_row_result(rows[i], book_held, i).release().ptr());
         return out;
     }
     // Results final and access no longer open; asks without waiting.
@@ -352,39 +528,66 @@ struct PyDriver {
     // rows: (key, [(region, offset, length), ...]) or (key, region, offset, length);
     // probe and remove take bare keys. Lists serve as well as tuples. A
     // malformed row is refused naming its index and what was expected.
+    //
+    // The batch points into the Python objects themselves (a key's bytes, a
+    // str's UTF-8), held here until the driver has it: no copy per row.
     std::shared_ptr<PyOperation> submit(OpKind kind, const py::iterable &rows)
     {
-        Batch batch;
         auto op = std::make_shared<PyOperation>();
         const bool moves_bytes = kind == OpKind::put || kind == OpKind::get;
         const char *shape = moves_bytes ? "(key, region, offset, length) or (key, [(region, offset, length), ...])"
                                         : "a key (bytes or str)";
+        std::vector<py::object> keys;  // alive until submit returns: the rows point into them
+        std::vector<kvblob_row_t> out;
+        std::vector<kvblob_span_t> spans;  // every row's, in order; a row's count is its span_count
+        const bool exact = PyList_CheckExact(rows.ptr()) || PyTuple_CheckExact(rows.ptr());
+        if (exact) {
+            keys.reserve(Py_SIZE(rows.ptr()));
+            out.reserve(Py_SIZE(rows.ptr()));
+            if (moves_bytes) spans.reserve(Py_SIZE(rows.ptr()));
+        }
         size_t index = 0;
-        auto span_of = [&](const py::handle &region, const py::handle &offset, const py::handle &length) {
-            if (!py::isinstance<PyRegion>(region))
-                bad_row(index, "R-ADM-6", "a span's region must be a kvblob.Region (from Driver.register), not " +
-                                              type_name(region));
-            auto r = region.cast<std::shared_ptr<PyRegion>>();
-            if (!r->region) bad_row(index, "R-ADM-6", "a span names a region that was closed");
-            const uint64_t off = span_number(offset, index, "offset"), len = span_number(length, index, "length");
-            if (std::find(op->regions.begin(), op->regions.end(), r) == op->regions.end()) op->regions.push_back(r);
-            return make_span(r->region.handle(), off, len);
+        auto add_key = [&](py::object key) {
+            const std::string_view bytes = key_view(key, index);
+            keys.push_back(std::move(key));
+            out.push_back({sizeof(kvblob_row_t), 0, reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(),
+                           nullptr});
         };
-        for (const auto &row : rows) {
-            if (!moves_bytes || py::isinstance<py::bytes>(row) || py::isinstance<py::str>(row)) {
-                if (is_fields(row) && py::len(row) == 1) batch.row(key_bytes(row.cast<py::sequence>()[0], index));
-                else if (py::isinstance<py::bytes>(row) || py::isinstance<py::str>(row)) batch.row(key_bytes(row, index));
+        // Span after span mostly names the same region: it is looked up (and
+        // added to the operation's) only when it changes. The last one is
+        // held here, so that no other object can take its address meanwhile.
+        py::object last_region;
+        PyRegion *region_of_last = nullptr;
+        auto span_of = [&](const py::handle &region, const py::handle &offset, const py::handle &length) {
+            if (!region.is(last_region)) {
+                if (!py::isinstance<PyRegion>(region))
+                    bad_row(index, "R-ADM-6", "a span's region must be a kvblob.Region (from Driver.register), not " +
+                                                  type_name(region));
+                auto r = region.cast<std::shared_ptr<PyRegion>>();
+                if (std::find(op->regions.begin(), op->regions.end(), r) == op->regions.end())
+                    op->regions.push_back(r);
+                last_region = py::reinterpret_borrow<py::object>(region);
+                region_of_last = r.get();
+            }
+            if (!region_of_last->region) bad_row(index, "R-ADM-6", "a span names a region that was closed");
+            const uint64_t off = span_number(offset, index, "offset"), len = span_number(length, index, "length");
+            spans.push_back(make_span(region_of_last->region.handle(), off, len));
+            ++out.back().span_count;
+        };
+        auto add_row = [&](const py::handle &row) {
+            if (!moves_bytes || PyBytes_Check(row.ptr()) || PyUnicode_Check(row.ptr())) {
+                if (is_fields(row) && Fields(row).size() == 1) add_key(Fields(row)[0]);
+                else if (PyBytes_Check(row.ptr()) || PyUnicode_Check(row.ptr())) add_key(py::reinterpret_borrow<py::object>(row));
                 else bad_row(index, "R-ADM-4", std::string("expected ") + shape + ", got a " + type_name(row));
                 ++index;
-                continue;
+                return;
             }
             if (!is_fields(row)) bad_row(index, "R-ADM-6", std::string("expected ") + shape + ", got a " + type_name(row));
-            const py::sequence t = row.cast<py::sequence>();
+            const Fields t(row);
             if (t.size() == 0) bad_row(index, "R-ADM-6", std::string("expected ") + shape + ", got an empty " + type_name(row));
-            std::string key = key_bytes(t[0], index);
-            std::vector<kvblob_span_t> spans;
+            add_key(t[0]);
             if (t.size() == 4) {
-                spans.push_back(span_of(t[1], t[2], t[3]));
+                span_of(t[1], t[2], t[3]);
             } else if (t.size() == 2) {
                 const py::object list = t[1];
                 if (!is_fields(list))
@@ -394,21 +597,33 @@ struct PyDriver {
                     if (!is_fields(sp) || py::len(sp) != 3)
                         bad_row(index, "R-ADM-6", "a span is (region, offset, length), not " +
                                                       std::string(py::repr(sp)));
-                    const py::sequence st = py::reinterpret_borrow<py::sequence>(sp);
-                    spans.push_back(span_of(st[0], st[1], st[2]));
+                    const Fields st(sp);
+                    span_of(st[0], st[1], st[2]);
                 }
             } else if (t.size() != 1) {
                 bad_row(index, "R-ADM-6", std::string("expected ") + shape + ", got " + std::to_string(t.size()) +
                                               " fields");
             }
-            batch.row(std::move(key), std::move(spans));
             ++index;
+        };
+        if (exact) {
+            // Each row held while read: an __index__ of its own may change the list.
+            for (Py_ssize_t i = 0; i < Py_SIZE(rows.ptr()); ++i)
+                add_row(py::reinterpret_borrow<py::object>(PySequence_Fast_GET_ITEM(rows.ptr(), i)));
+        } else {
+            for (const auto &row : rows) add_row(row);
         }
+        // The spans are all read: each row points at its own.
+        size_t first = 0;
+        for (auto &row : out) {
+            row.spans = row.span_count ? spans.data() + first : nullptr;
+            first += row.span_count;
+        }
+        const kvblob_batch_t batch{sizeof(kvblob_batch_t), 0, out.data(), out.size(), nullptr};
         Driver &d = get();
-        const kvblob_batch_t &b = batch.get();
         {
             py::gil_scoped_release nogil;
-            op->op = d.submit(kind, b);
+            op->op = d.submit(kind, batch);
         }
         op->completion_fd = d.completion_fd();
         track(operations, op);
@@ -549,17 +764,47 @@ PYBIND11_MODULE(_kvblob, m)
         .value("ENDED", AccessState::ENDED)
         .value("UNPROVABLE", AccessState::UNPROVABLE);
 
-    py::class_<RowResult>(m, "RowResult")
-        .def_readonly("status", &RowResult::status)
-        .def_readonly("code", &RowResult::code)
-        .def_property_readonly("message", &RowResult::message,
-                               "The driver's message, read when first asked (empty when the operation was "
-                               "released before it was)")
-        .def("__repr__", [](const RowResult &r) {
-            const std::string m = r.message();
-            return std::string("RowResult(") + kvblob_row_result_name(static_cast<kvblob_row_result>(r.status)) + ", code=" + std::to_string(r.code) +
-                   (m.empty() ? "" : ", " + m) + ")";
-        });
+    {
+        // Results hand out these very members (status_object); == and !=
+        // ask identity first (status_compare).
+        const py::object statuses = m.attr("RowStatus");
+        const char *names[] = {"PENDING", "READY", "MISS", "NOT_READY", "DECLINED", "FAULT", "CANCELLED"};
+        for (size_t v = 0; v < row_statuses.size(); ++v) {
+            row_statuses[v] = py::object(statuses.attr(names[v])).release().ptr();
+            if (py::cast<RowState>(py::handle(row_statuses[v])) != static_cast<RowState>(v))
+                throw std::logic_error("RowStatus members out of order");
+        }
+        status_eq_pybind = py::object(statuses.attr("__eq__")).release().ptr();
+        status_ne_pybind = py::object(statuses.attr("__ne__")).release().ptr();
+        static PyMethodDef eq{"__eq__", reinterpret_cast<PyCFunction>(status_eq), METH_O, nullptr};
+        static PyMethodDef ne{"__ne__", reinterpret_cast<PyCFunction>(status_ne), METH_O, nullptr};
+        auto *type = reinterpret_cast<PyTypeObject *>(statuses.ptr());
+        statuses.attr("__eq__") = py::reinterpret_steal<py::object>(PyDescr_NewMethod(type, &eq));
+        statuses.attr("__ne__") = py::reinterpret_steal<py::object>(PyDescr_NewMethod(type, &ne));
+        // Set after the attributes: setting them made the slot look them up by name.
+        type->tp_richcompare = status_richcompare;
+        PyType_Modified(type);
+    }
+
+    static const std::string row_result_name = std::string(py::str(m.attr("__name__"))) + ".RowResult";
+    row_result_type = make_row_result_type(row_result_name.c_str());
+    {
+        const py::handle type(reinterpret_cast<PyObject *>(row_result_type));
+        const py::object property = py::module_::import("builtins").attr("property");
+        type.attr("message") = property(
+            py::cpp_function([](const py::handle &self) { return row_message(*as_row_result(self)); }),
+            py::none(), py::none(),
+            "The driver's message, read when first asked (empty when the operation was released before it was)");
+        type.attr("__repr__") = py::cpp_function(
+            [](const py::handle &self) {
+                const RowResultObject &r = *as_row_result(self);
+                const std::string message = row_message(r);
+                return std::string("RowResult(") + kvblob_row_result_name(static_cast<kvblob_row_result>(r.result)) +
+                       ", code=" + std::to_string(r.code) + (message.empty() ? "" : ", " + message) + ")";
+            },
+            py::name("__repr__"), py::is_method(type));
+        m.add_object("RowResult", type);
+    }
 
     py::class_<PyRegion, std::shared_ptr<PyRegion>>(m, "Region")
         .def_readonly("size", &PyRegion::size)
@@ -661,9 +906,13 @@ PYBIND11_MODULE(_kvblob, m)
           py::kw_only(), py::arg("hash") = "sha256",
           "The store keys of every full block of tokens, by a chained hash: \"sha256\" (prefix/v1/...), or "
           "\"xxh3\" (faster, keys under prefix-xxh3/; only where every request's tokens are trusted)");
-    m.def("resume_bound", [](const std::vector<RowResult> &results) {
+    m.def("resume_bound", [](const py::sequence &results) {
         std::vector<kvblob::RowStatus> rows;
-        for (const auto &r : results) rows.push_back({static_cast<kvblob_row_result>(r.status), r.code});
+        for (const auto &item : results) {
+            const RowResultObject *r = as_row_result(item);
+            if (!r) throw py::type_error("resume_bound takes RowResults (from Operation.results()), not " + type_name(item));
+            rows.push_back({static_cast<kvblob_row_result>(r->result), r->code});
+        }
         return resume_bound(rows);
     }, "How many leading blocks were delivered: the engine recomputes from there");
 }
