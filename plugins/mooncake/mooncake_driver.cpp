@@ -4,6 +4,7 @@
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
+#include <kvblob/support/scenario_glue.hpp>
 
 #include <chrono>
 #include <iterator>
@@ -291,6 +292,28 @@ void MooncakeDriver::remove(Op &op, const std::vector<size_t> &rows)
 
 // ---- scenario hooks -------------------------------------------------------------
 
+namespace {
+
+// What a real store offers: the held get, and its release.
+constexpr kvblob_scenarios_t held_gets_only()
+{
+    kvblob_scenarios_t t = support::ScenarioGlue<MooncakeDriver>::table();
+    t.stage_foreign_writer = nullptr;
+    t.stage_full_pool = nullptr;
+    t.stage_failing_read = nullptr;
+    t.stage_unprovable = nullptr;
+    return t;
+}
+// Static storage: inside the plugin's image, as the loader requires.
+constexpr kvblob_scenarios_t real_store_scenarios = held_gets_only();
+
+}  // namespace
+
+const kvblob_scenarios_t *MooncakeDriver::scenarios_offered() const
+{
+    return api_.fake_stage ? &support::ScenarioGlue<MooncakeDriver>::instance : &real_store_scenarios;
+}
+
 kvblob_status MooncakeDriver::stage(const char *what, const std::string &key)
 {
     if (!api_.fake_stage) return KVBLOB_E_UNSUPPORTED;
@@ -300,7 +323,8 @@ kvblob_status MooncakeDriver::stage(const char *what, const std::string &key)
 
 kvblob_status MooncakeDriver::release_staged()
 {
-    const kvblob_status st = stage("release", {});
+    // A real store staged nothing of its own: only held gets to release.
+    const kvblob_status st = api_.fake_stage ? stage("release", {}) : KVBLOB_OK;
     release_held_gets();
     return st;
 }

@@ -36,11 +36,14 @@ public:
     static std::unique_ptr<MooncakeDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
     ~MooncakeDriver() override;
 
-    // kvblob.scenarios/1, where the library can stage them (the test
-    // library in tests/fakes/mooncake can; Mooncake itself cannot). No
-    // corruption is staged: this Mooncake version keeps no checksum, so a
-    // store that answered one would not be the store this driver speaks to.
-    bool scenarios_available() const { return library_->api().fake_stage != nullptr; }
+    // kvblob.scenarios/1. Held gets are staged inside the driver
+    // (QueuedDriver), on any library. The rest only where the library can
+    // stage them (the test library in tests/fakes/mooncake can; through
+    // Mooncake's C API a client cannot hold a key uncommitted, fill the
+    // pool without meeting eviction, or make a read fail). No corruption is
+    // staged: this Mooncake version keeps no checksum, so a store that
+    // answered one would not be the store this driver speaks to.
+    const kvblob_scenarios_t *scenarios_offered() const;
     kvblob_status stage_foreign_writer(const std::string &key) { return stage("foreign_writer", key); }
     kvblob_status stage_full_pool() { return stage("full_pool", {}); }
     kvblob_status stage_failing_read(const std::string &key) { return stage("failing_read", key); }

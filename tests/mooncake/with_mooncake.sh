@@ -5,9 +5,8 @@
 #
 #   with_mooncake.sh COMMAND...
 #
-# The Mooncake build is scripts/build-mooncake's prefix: KVBLOB_MOONCAKE_PREFIX,
-# or the one that script names for the sources in KVBLOB_THIRDPARTY (default
-# ../shared/thirdparty beside the repository). Without a complete build the
+# The Mooncake build is the prefix KVBLOB_MOONCAKE_PREFIX names (from
+# scripts/build-mooncake). Without it, or without a complete build there, the
 # command does not run and this exits 77 (skipped), saying why.
 #
 # The command runs through sh -c with:
@@ -21,17 +20,16 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
+# Only where asked for: the suite's plain runs (ctest, the sanitizer presets)
+# skip these; scripts/test-mooncake builds Mooncake, names its prefix and runs
+# them once.
 prefix=${KVBLOB_MOONCAKE_PREFIX:-}
 if [ -z "$prefix" ]; then
-  if ! prefix=$("$repo/scripts/build-mooncake" --print-prefix 2>/tmp/kvblob-mooncake-prefix.$$); then
-    echo "skipped: $(cat /tmp/kvblob-mooncake-prefix.$$)"
-    rm -f /tmp/kvblob-mooncake-prefix.$$
-    exit 77
-  fi
-  rm -f /tmp/kvblob-mooncake-prefix.$$
+  echo "skipped: KVBLOB_MOONCAKE_PREFIX is not set (scripts/test-mooncake builds Mooncake, sets it and runs these tests)"
+  exit 77
 fi
 if [ ! -f "$prefix/.complete" ]; then
-  echo "skipped: no Mooncake build at $prefix (scripts/build-mooncake builds it; scripts/test-mooncake builds it and runs these tests)"
+  echo "skipped: no complete Mooncake build at $prefix (scripts/build-mooncake builds it; scripts/test-mooncake builds it and runs these tests)"
   exit 77
 fi
 master_bin="$prefix/bin/mooncake_master"

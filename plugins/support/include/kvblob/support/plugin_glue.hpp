@@ -79,8 +79,8 @@ struct Glue {
     {
         if (!d || !id) return nullptr;
         if constexpr (ScenarioGlue<D>::offers_any())
-            if (std::strcmp(id, KVBLOB_EXT_SCENARIOS) == 0 && ScenarioGlue<D>::available(*static_cast<D *>(self(d))))
-                return &ScenarioGlue<D>::instance;
+            if (std::strcmp(id, KVBLOB_EXT_SCENARIOS) == 0)
+                if (const kvblob_scenarios_t *t = ScenarioGlue<D>::offered(*static_cast<D *>(self(d)))) return t;
         return self(d)->extension(id);
     }
     static kvblob_status register_region(kvblob_driver_t *d, const kvblob_region_desc_t *desc, kvblob_region_t **out,
