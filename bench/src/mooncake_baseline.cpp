@@ -54,6 +54,16 @@ public:
                                   s.protocol.c_str(), s.device.c_str(), s.master.c_str()) != 0)
             throw std::runtime_error("mooncake baseline: cannot set up a client of master " + s.master);
         config_ = {s.replicas, 0, 0, nullptr, 0};
+        // Objects in this client's own segment, as the driver's are while it
+        // is the pool's only client (its lanes run alone): both sides then
+        // move bytes within the process, not one of them over loopback TCP.
+        char name[256];
+        if (api_.get_hostname && api_.get_hostname(store_, name, sizeof name) == 0) {
+            segment_ = name;
+            segment_ptr_ = segment_.c_str();
+            config_.preferred_segments = &segment_ptr_;
+            config_.preferred_segments_count = 1;
+        }
         fill_pattern(buf_.data(), buf_.size(), lane + 1);
         if (api_.register_buffer(store_, buf_.data(), buf_.size()) != 0)
             throw std::runtime_error("mooncake baseline: cannot register the lane's buffer");
@@ -124,6 +134,8 @@ private:
     const StoreApi &api_;
     void *store_ = nullptr;
     ReplicateConfig config_{};
+    std::string segment_;  // this client's segment, preferred for its objects
+    const char *segment_ptr_ = nullptr;
     std::vector<uint8_t> buf_;
     std::vector<std::string> keys_;
     std::vector<const char *> key_ptrs_;

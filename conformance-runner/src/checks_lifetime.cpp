@@ -165,7 +165,11 @@ void add_lifetime_checks(std::vector<Check> &out)
                            }
                        });
                        std::this_thread::sleep_for(20ms);
-                       auto st = d.table().drain(d.handle(), 10'000'000'000ull);
+                       // Up to the in-flight limit of 64 KiB rows may be queued: a slow
+                       // machine (a sanitizer, other work) needs more than a fixed 10 s
+                       // to finish them, so half the check's time, at least 10 s.
+                       const auto drain_wait = std::max<std::chrono::nanoseconds>(10s, c.op_timeout / 2);
+                       auto st = d.table().drain(d.handle(), static_cast<uint64_t>(drain_wait.count()));
                        drained = true;
                        // Read at once: a drain that returned OK has nothing left in flight.
                        size_t unsettled = 0;

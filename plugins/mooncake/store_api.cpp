@@ -49,6 +49,7 @@ StoreLibrary::StoreLibrary(const std::string &path)
         resolve(handle_, path, "mooncake_store_register_buffer", api_.register_buffer, true);
         resolve(handle_, path, "mooncake_store_unregister_buffer", api_.unregister_buffer, true);
         resolve(handle_, path, "mooncake_store_remove", api_.remove, false);
+        resolve(handle_, path, "mooncake_store_get_hostname", api_.get_hostname, false);
         resolve(handle_, path, "mooncake_store_fake_stage", api_.fake_stage, false);
     } catch (...) {
         ::dlclose(handle_);

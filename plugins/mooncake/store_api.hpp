@@ -50,6 +50,9 @@ struct StoreApi {
     int (*unregister_buffer)(mooncake_store_t, void *buffer);
     // Optional: remove (when present, the driver declares remove).
     int (*remove)(mooncake_store_t, const char *key, int force);
+    // Optional: the client's name in the pool, which names its segment
+    // (kvblob-bench's baseline places its objects there).
+    int (*get_hostname)(mooncake_store_t, char *buf_out, size_t buf_len);
     // Optional, and only in the test library tests/fakes/mooncake: stages a
     // scenario (what: "foreign_writer", "full_pool", "failing_read",
     // "corrupt", "unprovable", "release"); 0 on success.
