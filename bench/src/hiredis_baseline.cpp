@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "baseline.hpp"
+#include "lane_memory.hpp"
 #include "kvblob/host/batch.hpp"
 
 namespace kvblob::bench {
@@ -106,7 +107,7 @@ private:
 
     const Point p_;
     std::unique_ptr<redisContext, ContextDeleter> ctx_;
-    std::vector<uint8_t> buf_;
+    HostBuffer buf_;  // page-aligned, as the driver lane's (lane_memory.hpp)
     std::vector<std::string> keys_;
 };
 

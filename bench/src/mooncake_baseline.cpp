@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "baseline.hpp"
+#include "lane_memory.hpp"
 #include "kvblob/host/batch.hpp"
 #include "store_api.hpp"
 
@@ -136,7 +137,7 @@ private:
     ReplicateConfig config_{};
     std::string segment_;  // this client's segment, preferred for its objects
     const char *segment_ptr_ = nullptr;
-    std::vector<uint8_t> buf_;
+    HostBuffer buf_;  // page-aligned, as the driver lane's (lane_memory.hpp)
     std::vector<std::string> keys_;
     std::vector<const char *> key_ptrs_;
     std::vector<void *> buffers_;
