@@ -8,9 +8,11 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "plugins/driver_harness.hpp"
+#include "support/process.hpp"
 
 using kvblob::OpKind;
 using namespace std::chrono_literals;
@@ -146,4 +148,58 @@ TEST_CASE("mooncake real: a master stopped mid-batch gives FAULT rows, never REA
     for (uint64_t r = 0; r < rows; ++r) CHECK(got[r].result != KVBLOB_ROW_READY);
     CHECK(h.one(OpKind::put, "after", {make_span(src.handle(), 0, size)}) == KVBLOB_ROW_READY);
     ::unsetenv("MC_RPC_TIMEOUT_MS");
+}
+
+// Run alone on a master of its own (ctest mooncake_real_dead_segment): the
+// peer's segment must be the pool's only one, so that every row is sent to
+// the dead node; and the dead segment it leaves would take other tests'
+// objects until the master notices.
+TEST_CASE("mooncake real: a put to a segment whose node died is FAULT, never READY, and its access ended when the store answered in time")
+{
+    if (!have_real_store()) return;
+    // A second client lends the pool its only segment; the driver lends none,
+    // so its objects travel to the peer over TCP.
+    ChildProcess peer({KVBLOB_MOONCAKE_PEER_BIN, env("KVBLOB_MOONCAKE_LIBRARY"), env("KVBLOB_MOONCAKE_MASTER"),
+                       env("KVBLOB_MOONCAKE_METADATA"), std::to_string(64 << 20)},
+                      true);
+    REQUIRE(peer.started());
+    std::string line;
+    REQUIRE(peer.read_line(line));
+    REQUIRE(line == "ready");
+    kvblob::Options options;
+    for (auto &[k, v] : real_options(env("KVBLOB_MOONCAKE_LIBRARY")))
+        options.emplace_back(k, k == "global_segment_size" ? "0" : v);
+    options.emplace_back("prefix", unique_prefix("peer"));
+    DriverHarness h("mooncake", options);
+    constexpr uint64_t rows = 8, size = 256 << 10;
+    auto &src = kept_buffer(h, rows * size);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 31);
+    REQUIRE(h.one(OpKind::put, "before", {make_span(src.handle(), 0, size)}) == KVBLOB_ROW_READY);
+    auto &dst = kept_buffer(h, rows * size);
+    REQUIRE(h.one(OpKind::get, "before", {make_span(dst.handle(), 0, size)}) == KVBLOB_ROW_READY);
+    CHECK(std::memcmp(dst.bytes.data(), src.bytes.data(), size) == 0);
+
+    // The node holding the segment dies; the master still allocates there.
+    peer.kill(SIGKILL);
+    REQUIRE(peer.wait() == 128 + SIGKILL);
+    Batch puts;
+    for (uint64_t r = 0; r < rows; ++r) puts.row("after" + std::to_string(r), {make_span(src.handle(), r * size, size)});
+    const auto t0 = std::chrono::steady_clock::now();
+    auto put = h.submit(OpKind::put, puts);
+    REQUIRE(put.wait(120s));
+    const auto took = std::chrono::steady_clock::now() - t0;
+    MESSAGE("a put to a dead node's segment answers, after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms: " << put.message(0));
+    for (uint64_t r = 0; r < rows; ++r) {
+        INFO(put.message(r));
+        CHECK(put.results()[r].result == KVBLOB_ROW_FAULT);
+    }
+    // The store waits for every transfer of the batch to end before it
+    // answers, unless its completion timeout gave up (plugins/mooncake/README.md):
+    // an answer within the driver's bound proves access ended.
+    if (took < 30s) CHECK(put.access() == KVBLOB_ACCESS_ENDED);
+    else CHECK(put.access() == KVBLOB_ACCESS_UNPROVABLE);
+    Batch probes;
+    for (uint64_t r = 0; r < rows; ++r) probes.row("after" + std::to_string(r), {});
+    for (const auto &row : h.run(OpKind::probe, probes)) CHECK(row.result != KVBLOB_ROW_READY);
 }
