@@ -1,6 +1,7 @@
 // Checks of lifetime and concurrency: regions, access, cancel, drain, close,
 // threads, staged store scenarios.
 #include <algorithm>
+#include <barrier>
 #include <atomic>
 #include <cstring>
 
@@ -357,25 +358,47 @@ void add_lifetime_checks(std::vector<Check> &out)
                               std::to_string(other.load()) + " puts or gets racing on a key answered neither READY, "
                                                              "NOT_READY nor MISS");
                        // Batches of the same keys from every thread at once: equal keys in
-                       // different operations are no duplicates (R-ADM-4 is per operation).
+                       // different operations are no duplicates (R-ADM-4 is per operation),
+                       // however their admissions interleave. Each round starts on every
+                       // thread together, and a batch is long enough (256 rows, or the
+                       // driver's limit) that the admissions overlap even when a busy
+                       // machine wakes threads late.
+                       const int same_rows = static_cast<int>(std::min<uint64_t>(256, d.caps().max_rows_per_op));
+                       // 50 rounds, or as many as an eighth of the check's time allows (at
+                       // least 10), decided once per round as the last thread arrives, so
+                       // every thread runs as many.
+                       const auto same_end = std::chrono::steady_clock::now() + c.op_timeout / 8;
+                       int same_round = 0;
+                       bool more = true;
+                       std::barrier together(4, [&]() noexcept {
+                           more = same_round < 50 && (same_round < 10 || std::chrono::steady_clock::now() < same_end);
+                           ++same_round;
+                       });
                        CheckThreads(4, [&](int t) {
-                           GuardedBuffer src(16 * 256);
-                           fill_pattern(src.data(), src.size(), 99);
-                           auto rs = c.reg(d, src);
-                           for (int round = 0; round < 50; ++round) {
-                               Batch b;
-                               for (int i = 0; i < 16; ++i)
+                           try {
+                               GuardedBuffer src(same_rows * 256);
+                               fill_pattern(src.data(), src.size(), 99);
+                               auto rs = c.reg(d, src);
+                               Batch b;  // made before the start, so that the threads go straight to submit
+                               for (int i = 0; i < same_rows; ++i)
                                    b.row(c.key("same/" + std::to_string(i)), {make_span(rs, i * 256, 256)});
-                               kvblob_status st = KVBLOB_OK;
-                               std::string why;
-                               auto *op = c.submit(d, OpKind::put, b, &st, &why);
-                               expect(op != nullptr, "R-CON-1",
-                                      "thread " + std::to_string(t) + ": a put of keys other threads also put was "
-                                      "refused: " + kvblob_status_name(st) + " " + why);
-                               expect(c.settle(d, op), "R-ACC-2", "put did not settle");
-                               expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
+                               for (;;) {
+                                   together.arrive_and_wait();
+                                   if (!more) break;
+                                   kvblob_status st = KVBLOB_OK;
+                                   std::string why;
+                                   auto *op = c.submit(d, OpKind::put, b, &st, &why);
+                                   expect(op != nullptr, "R-CON-1",
+                                          "thread " + std::to_string(t) + ": a put of keys other threads also put "
+                                          "was refused: " + kvblob_status_name(st) + " " + why);
+                                   expect(c.settle(d, op), "R-ACC-2", "put did not settle");
+                                   expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
+                               }
+                               c.unreg(d, rs);
+                           } catch (...) {
+                               together.arrive_and_drop();  // the others go on without this thread
+                               throw;
                            }
-                           c.unreg(d, rs);
                        }).join();
                        // An operation submitted on one thread is polled, read and released on another.
                        GuardedBuffer buf(4096);
