@@ -176,9 +176,15 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout
     close(err_fd_read);
     if (raw) *raw = {result, err, status, timed_out, interrupted};
     // A check that did not end left what it wrote, and nobody counted it.
+    // A process that ended before its cleanup said is a driver (or a
+    // sanitizer) that stopped it there: say how, so that it is not hidden
+    // behind the verdict that came before.
+    const std::string how = WIFSIGNALED(status) ? std::string("killed by signal ") + strsignal(WTERMSIG(status))
+                                                : "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     const std::string ended = timed_out     ? "the check's cleanup ran out of time"
                               : interrupted ? "the run was interrupted"
-                                            : "the check ended before its cleanup said";
+                                            : "the check's process ended before its cleanup said (" + how + ")" +
+                                                  (err.empty() ? "" : "; last stderr: " + last_lines(err, 5));
     const Leftover left = left_of(result, verdict_in ? ended : "the check did not finish; its keys were not removed");
     if (auto verdict = verdict_of(result)) {
         verdict->left = left;

@@ -102,6 +102,7 @@ void MemoryDriver::start(Op &base)
     // Broken builds that prove the runner survives a driver that dies or
     // hangs: they break no rule, they take the process down with them.
     if (KVBLOB_BREAKS("runner.crash-in-put") && op.kind == OpKind::put) std::raise(SIGSEGV);
+    if (KVBLOB_BREAKS("runner.crash-in-remove") && op.kind == OpKind::remove) std::raise(SIGSEGV);
     if (KVBLOB_BREAKS("runner.hang-in-put") && op.kind == OpKind::put)
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 #ifdef KVBLOB_BROKEN_BUILD
