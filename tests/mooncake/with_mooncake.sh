@@ -17,8 +17,6 @@
 #   KVBLOB_MOONCAKE_OPTIONS     the driver options naming all of the above
 #   KVBLOB_MOONCAKE_LEASE_MS    the master's default_kv_lease_ttl
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
 
 # Only where asked for: the suite's plain runs (ctest, the sanitizer presets)
 # skip these; scripts/test-mooncake builds Mooncake, names its prefix and runs

@@ -45,6 +45,21 @@ std::string unique_prefix(const char *tag)
            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "/";
 }
 
+// rows keys named prefix0, prefix1, ..., each with its own size-byte slice
+// of buf in order (puts and gets), or alone (probes).
+Batch sliced_rows(const std::string &prefix, const Buffer &buf, uint64_t rows, uint64_t size)
+{
+    Batch b;
+    for (uint64_t r = 0; r < rows; ++r) b.row(prefix + std::to_string(r), {make_span(buf.handle(), r * size, size)});
+    return b;
+}
+Batch keys_only(const std::string &prefix, uint64_t rows)
+{
+    Batch b;
+    for (uint64_t r = 0; r < rows; ++r) b.row(prefix + std::to_string(r), {});
+    return b;
+}
+
 // A buffer that lives for the process: an operation whose access is
 // unprovable pins its region, and the host must keep that memory (R-REG-2).
 Buffer &kept_buffer(DriverHarness &h, size_t size) { return *new Buffer(h.buffer(size)); }
@@ -71,8 +86,7 @@ TEST_CASE("mooncake real: each batch call the library refuses as a whole gives F
     constexpr uint64_t rows = 16, size = 64 << 10;
     auto &src = kept_buffer(h, rows * size);
     fill_pattern(src.bytes.data(), src.bytes.size(), 11);
-    Batch puts;
-    for (uint64_t r = 0; r < rows; ++r) puts.row("k" + std::to_string(r), {make_span(src.handle(), r * size, size)});
+    Batch puts = sliced_rows("k", src, rows, size);
 
     refuse_next();
     auto put = h.submit(OpKind::put, puts);
@@ -84,8 +98,7 @@ TEST_CASE("mooncake real: each batch call the library refuses as a whole gives F
     }
     CHECK(put.access() == KVBLOB_ACCESS_UNPROVABLE);
     // Nothing was stored, and nothing says it was.
-    Batch probes;
-    for (uint64_t r = 0; r < rows; ++r) probes.row("k" + std::to_string(r), {});
+    Batch probes = keys_only("k", rows);
     for (const auto &row : h.run(OpKind::probe, probes)) CHECK(row.result == KVBLOB_ROW_MISS);
 
     // Stored for real, then a get the library refuses: FAULT, not READY,
@@ -126,8 +139,7 @@ TEST_CASE("mooncake real: a master stopped mid-batch gives FAULT rows, never REA
     fill_pattern(src.bytes.data(), src.bytes.size(), 21);
     REQUIRE(h.one(OpKind::put, "warm", {make_span(src.handle(), 0, size)}) == KVBLOB_ROW_READY);
 
-    Batch puts;
-    for (uint64_t r = 0; r < rows; ++r) puts.row("s" + std::to_string(r), {make_span(src.handle(), r * size, size)});
+    Batch puts = sliced_rows("s", src, rows, size);
     REQUIRE(::kill(master, SIGSTOP) == 0);
     auto put = h.submit(OpKind::put, puts);
     const bool done = put.wait(60s);
@@ -142,8 +154,7 @@ TEST_CASE("mooncake real: a master stopped mid-batch gives FAULT rows, never REA
     // After the master resumes, no row the put did not store is READY to a
     // get, and the store serves new work.
     auto &dst = kept_buffer(h, rows * size);
-    Batch gets;
-    for (uint64_t r = 0; r < rows; ++r) gets.row("s" + std::to_string(r), {make_span(dst.handle(), r * size, size)});
+    Batch gets = sliced_rows("s", dst, rows, size);
     const auto got = h.run(OpKind::get, gets);
     for (uint64_t r = 0; r < rows; ++r) CHECK(got[r].result != KVBLOB_ROW_READY);
     CHECK(h.one(OpKind::put, "after", {make_span(src.handle(), 0, size)}) == KVBLOB_ROW_READY);
@@ -182,8 +193,7 @@ TEST_CASE("mooncake real: a put to a segment whose node died is FAULT, never REA
     // The node holding the segment dies; the master still allocates there.
     peer.kill(SIGKILL);
     REQUIRE(peer.wait() == 128 + SIGKILL);
-    Batch puts;
-    for (uint64_t r = 0; r < rows; ++r) puts.row("after" + std::to_string(r), {make_span(src.handle(), r * size, size)});
+    Batch puts = sliced_rows("after", src, rows, size);
     const auto t0 = std::chrono::steady_clock::now();
     auto put = h.submit(OpKind::put, puts);
     REQUIRE(put.wait(120s));
@@ -199,7 +209,6 @@ TEST_CASE("mooncake real: a put to a segment whose node died is FAULT, never REA
     // an answer within the driver's bound proves access ended.
     if (took < 30s) CHECK(put.access() == KVBLOB_ACCESS_ENDED);
     else CHECK(put.access() == KVBLOB_ACCESS_UNPROVABLE);
-    Batch probes;
-    for (uint64_t r = 0; r < rows; ++r) probes.row("after" + std::to_string(r), {});
+    Batch probes = keys_only("after", rows);
     for (const auto &row : h.run(OpKind::probe, probes)) CHECK(row.result != KVBLOB_ROW_READY);
 }
