@@ -185,20 +185,27 @@ kvblob_status DriverCore::bounded_drain(std::chrono::nanoseconds timeout)
     // there: this thread goes on, and everything the driver may still touch
     // stays alive for the life of the process, its code pinned. The drain
     // thread touches nothing of this object, which may be gone by then.
+    // A drain that answers in time is joined, not detached: the thread's
+    // exit (its TLS freed by the loader) then ends before the caller goes on
+    // to close the driver and unload its library.
     if (drain_blocked_.load()) return KVBLOB_E_TIMEOUT;  // it still has not returned: not asked again
     auto result = std::make_shared<std::promise<kvblob_status>>();
     auto answer = result->get_future();
-    std::thread([drain = table->drain, h = handle, ns = static_cast<uint64_t>(timeout.count()), result] {
+    std::thread drainer([drain = table->drain, h = handle, ns = static_cast<uint64_t>(timeout.count()), result] {
         kvblob_status st = KVBLOB_E_INTERNAL;
         try {
             st = drain(h, ns);
         } catch (...) {  // reported below as a drain that did not succeed
         }
         result->set_value(st);
-    }).detach();
+    });
     // Bounded by a year whatever the caller asked, so the sum cannot overflow.
     const auto wait = std::min<std::chrono::nanoseconds>(timeout, std::chrono::hours(24 * 365)) + drain_grace;
-    if (answer.wait_for(wait) == std::future_status::ready) return answer.get();
+    if (answer.wait_for(wait) == std::future_status::ready) {
+        drainer.join();  // it has answered: only its return is left
+        return answer.get();
+    }
+    drainer.detach();
     drain_blocked_.store(true);
     library->pin();
     std::lock_guard lock(thrown_mu_);
