@@ -165,7 +165,7 @@ TEST_CASE("mooncake real: a master stopped mid-batch gives FAULT rows, never REA
 // peer's segment must be the pool's only one, so that every row is sent to
 // the dead node; and the dead segment it leaves would take other tests'
 // objects until the master notices.
-TEST_CASE("mooncake real: a put to a segment whose node died is FAULT, never READY, and its access ended when the store answered in time")
+TEST_CASE("mooncake real: a get or a put on a segment whose node died is FAULT, never READY, and its access ended when the store answered in time")
 {
     if (!have_real_store()) return;
     // A second client lends the pool its only segment; the driver lends none,
@@ -185,14 +185,32 @@ TEST_CASE("mooncake real: a put to a segment whose node died is FAULT, never REA
     constexpr uint64_t rows = 8, size = 256 << 10;
     auto &src = kept_buffer(h, rows * size);
     fill_pattern(src.bytes.data(), src.bytes.size(), 31);
-    REQUIRE(h.one(OpKind::put, "before", {make_span(src.handle(), 0, size)}) == KVBLOB_ROW_READY);
+    Batch stored = sliced_rows("before", src, rows, size);
+    for (const auto &row : h.run(OpKind::put, stored)) REQUIRE(row.result == KVBLOB_ROW_READY);
     auto &dst = kept_buffer(h, rows * size);
-    REQUIRE(h.one(OpKind::get, "before", {make_span(dst.handle(), 0, size)}) == KVBLOB_ROW_READY);
-    CHECK(std::memcmp(dst.bytes.data(), src.bytes.data(), size) == 0);
+    Batch fetched = sliced_rows("before", dst, rows, size);
+    for (const auto &row : h.run(OpKind::get, fetched)) REQUIRE(row.result == KVBLOB_ROW_READY);
+    CHECK(std::memcmp(dst.bytes.data(), src.bytes.data(), rows * size) == 0);
 
-    // The node holding the segment dies; the master still allocates there.
+    // The node holding the segment dies; the master still allocates there,
+    // and still lists the objects it held.
     peer.kill(SIGKILL);
     REQUIRE(peer.wait() == 128 + SIGKILL);
+
+    // Their bytes are gone with the node: a get of them never says READY.
+    Batch lost = sliced_rows("before", dst, rows, size);
+    const auto g0 = std::chrono::steady_clock::now();
+    auto get = h.submit(OpKind::get, lost);
+    REQUIRE(get.wait(120s));
+    const auto get_took = std::chrono::steady_clock::now() - g0;
+    MESSAGE("a get from a dead node's segment answers, after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(get_took).count() << " ms: " << get.message(0));
+    for (uint64_t r = 0; r < rows; ++r) {
+        INFO(get.message(r));
+        CHECK(get.results()[r].result != KVBLOB_ROW_READY);
+    }
+    if (get_took < 30s) CHECK(get.access() == KVBLOB_ACCESS_ENDED);
+    else CHECK(get.access() == KVBLOB_ACCESS_UNPROVABLE);
     Batch puts = sliced_rows("after", src, rows, size);
     const auto t0 = std::chrono::steady_clock::now();
     auto put = h.submit(OpKind::put, puts);
