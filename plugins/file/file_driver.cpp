@@ -284,7 +284,7 @@ int FileDriver::write_object(const support::Row &row, Reservation &reservation)
             }
             dst += s.length;
         }
-        support::write_trailer(dst, row.key, row.total, crc);
+        support::write_trailer(dst, support::trailer_v1, row.key, row.total, crc);
         std::memset(dst + trailer_size, 0, padded - bytes);
         err = pwritev_all(fd, {{buf, padded}}, 0);
         if (!err && ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) err = errno;
@@ -292,7 +292,7 @@ int FileDriver::write_object(const support::Row &row, Reservation &reservation)
         uint32_t crc = 0;
         for (const auto &s : row.spans) crc = support::crc32c(crc, s.data, s.length);
         uint8_t trailer[trailer_size];
-        support::write_trailer(trailer, row.key, row.total, crc);
+        support::write_trailer(trailer, support::trailer_v1, row.key, row.total, crc);
         err = pwritev_all(fd, iovecs_of(row, trailer), 0);
     }
     if (!err && settings_.sync == Sync::data && ::fdatasync(fd) != 0) err = errno;

@@ -279,7 +279,7 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
         store_->commit(row.key, object);  // visible before its trailer is written
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    support::write_trailer(dst, row.key, total, crc);
+    support::write_trailer(dst, support::trailer_v2, row.key, total, crc);
     // The broken builds for R-ROW-8 say DECLINED (or FAULT) and store the object anyway.
     out = {store_declined ? (KVBLOB_BREAKS("m.row8.fault-but-stored") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_DECLINED)
                           : KVBLOB_ROW_READY,

@@ -78,7 +78,7 @@ void append_put(std::string &out, const std::string &key, const support::Row &ro
         crc = support::crc32c_copy(crc, dst, s.data, s.length);
         dst += s.length;
     }
-    support::write_trailer(dst, row.key, row.total, crc);
+    support::write_trailer(dst, support::trailer_v1, row.key, row.total, crc);
     std::memcpy(dst + trailer_size, tail, sizeof tail - 1);
 }
 

@@ -116,33 +116,58 @@ TEST_CASE("controlled mode: cancel before start makes every row CANCELLED and st
     CHECK(p.results()[0].result == KVBLOB_ROW_MISS);
 }
 
-TEST_CASE("trailer: each mismatch has its own fault and message")
+TEST_CASE("trailer: each mismatch has its own fault and message, in both format versions")
 {
     using namespace kvblob::support;
-    std::vector<uint8_t> obj(100 + trailer_size);
-    write_trailer(obj.data() + 100, "key", 100, 0xDEADBEEF);
-    uint64_t len = 0;
-    uint32_t crc = 0;
-    REQUIRE(check_trailer(obj.data(), obj.size(), "key", len, crc) == TrailerFault::none);
-    CHECK(len == 100);
-    CHECK(crc == 0xDEADBEEF);
+    for (uint32_t version : {trailer_v1, trailer_v2}) {
+        CAPTURE(version);
+        std::vector<uint8_t> obj(100 + trailer_size);
+        write_trailer(obj.data() + 100, version, "key", 100, 0xDEADBEEF);
+        uint64_t len = 0;
+        uint32_t crc = 0;
+        REQUIRE(check_trailer(obj.data(), obj.size(), "key", len, crc) == TrailerFault::none);
+        CHECK(len == 100);
+        CHECK(crc == 0xDEADBEEF);
 
-    auto damaged = [&](size_t at) {
-        auto copy = obj;
-        copy[100 + at] ^= 1;
-        return check_trailer(copy.data(), copy.size(), "key", len, crc);
-    };
-    CHECK(damaged(0) == TrailerFault::bad_magic);
-    CHECK(damaged(4) == TrailerFault::bad_version);
-    CHECK(damaged(8) == TrailerFault::bad_key);
-    CHECK(damaged(24) == TrailerFault::bad_length);
-    CHECK(check_trailer(obj.data(), obj.size(), "other", len, crc) == TrailerFault::bad_key);
-    CHECK(check_trailer(obj.data(), 10, "key", len, crc) == TrailerFault::too_short);
+        auto damaged = [&](size_t at) {
+            auto copy = obj;
+            copy[100 + at] ^= 1;
+            return check_trailer(copy.data(), copy.size(), "key", len, crc);
+        };
+        CHECK(damaged(0) == TrailerFault::bad_magic);
+        CHECK(damaged(4) == TrailerFault::bad_version);
+        CHECK(damaged(8) == TrailerFault::bad_key);
+        CHECK(damaged(24) == TrailerFault::bad_length);
+        CHECK(check_trailer(obj.data(), obj.size(), "other", len, crc) == TrailerFault::bad_key);
+        CHECK(check_trailer(obj.data(), 10, "key", len, crc) == TrailerFault::too_short);
+    }
     std::set<std::string> messages;
     for (auto f : {TrailerFault::too_short, TrailerFault::bad_magic, TrailerFault::bad_version, TrailerFault::bad_key,
                    TrailerFault::bad_length, TrailerFault::bad_checksum})
         messages.insert(to_string(f));
     CHECK(messages.size() == 6);
+}
+
+TEST_CASE("trailer: each version's key digest is pinned, and a digest of the other version is a wrong key")
+{
+    // Stores outlive a release: a changed digest would make every stored
+    // object FAULT. Version 1's value is FNV-1a computed apart from this code;
+    // version 2's is xxHash's own canonical XXH3-128 of the same bytes.
+    using namespace kvblob::support;
+    auto hex = [](const KeyDigest &d) {
+        std::string s;
+        for (uint8_t b : d) s += "0123456789abcdef"[b >> 4], s += "0123456789abcdef"[b & 15];
+        return s;
+    };
+    CHECK(hex(key_digest("key")) == "ec105b36194ac93d43af4972f72c40d2");
+    CHECK(hex(key_digest_v2("key")) == "a4bdf4e564564cf8bbea0d63a05165e3");
+
+    std::vector<uint8_t> obj(16 + trailer_size);
+    write_trailer(obj.data() + 16, trailer_v1, "key", 16, 0);
+    obj[16 + 4] = trailer_v2;  // the version relabelled, the digest left as version 1's
+    uint64_t len = 0;
+    uint32_t crc = 0;
+    CHECK(check_trailer(obj.data(), obj.size(), "key", len, crc) == TrailerFault::bad_key);
 }
 
 TEST_CASE("an object corrupted at rest is FAULT with the checksum message, never READY (R-ROW-6)")

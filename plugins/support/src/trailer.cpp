@@ -1,5 +1,8 @@
 #include "kvblob/support/trailer.hpp"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <cstring>
 
 namespace kvblob::support {
@@ -51,11 +54,21 @@ KeyDigest key_digest(std::string_view key)
     return d;
 }
 
-void write_trailer(uint8_t *out, std::string_view key, uint64_t len, uint32_t crc)
+KeyDigest key_digest_v2(std::string_view key)
+{
+    XXH128_canonical_t canonical;
+    XXH128_canonicalFromHash(&canonical, XXH3_128bits(key.data(), key.size()));
+    KeyDigest d;
+    static_assert(sizeof canonical.digest == sizeof d);
+    std::memcpy(d.data(), canonical.digest, d.size());
+    return d;
+}
+
+void write_trailer(uint8_t *out, uint32_t version, std::string_view key, uint64_t len, uint32_t crc)
 {
     std::memcpy(out, magic, 4);
-    put32(out + 4, trailer_format_version);
-    auto d = key_digest(key);
+    put32(out + 4, version);
+    auto d = version == trailer_v2 ? key_digest_v2(key) : key_digest(key);
     std::memcpy(out + 8, d.data(), 16);
     put64(out + 24, len);
     put32(out + 32, crc);
@@ -88,8 +101,9 @@ TrailerFault check_trailer_bytes(const uint8_t *t, uint64_t object_size, std::st
 {
     if (object_size < trailer_size) return TrailerFault::too_short;
     if (std::memcmp(t, magic, 4) != 0) return TrailerFault::bad_magic;
-    if (get32(t + 4) != trailer_format_version) return TrailerFault::bad_version;
-    auto d = key_digest(key);
+    const uint32_t version = get32(t + 4);
+    if (version != trailer_v1 && version != trailer_v2) return TrailerFault::bad_version;
+    auto d = version == trailer_v2 ? key_digest_v2(key) : key_digest(key);
     if (std::memcmp(t + 8, d.data(), 16) != 0) return TrailerFault::bad_key;
     payload_len = get64(t + 24);
     if (payload_len != object_size - trailer_size) return TrailerFault::bad_length;

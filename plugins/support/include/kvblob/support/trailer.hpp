@@ -11,16 +11,26 @@
 namespace kvblob::support {
 
 inline constexpr size_t trailer_size = 40;
-inline constexpr uint32_t trailer_format_version = 1;
+
+// The format versions, which differ only in the key digest. Readers take
+// both; each driver writes the newest its readers all take. Objects of the
+// memory driver live and die in one process, so it writes version 2; the
+// file and Redis stores outlive a process and are shared by engines of
+// different kvblob releases, so they keep writing version 1 until every
+// release that reads them reads version 2 too.
+inline constexpr uint32_t trailer_v1 = 1;  // two FNV-1a 64-bit hashes with different offset bases
+inline constexpr uint32_t trailer_v2 = 2;  // XXH3-128, in its canonical (big-endian) bytes
 
 using KeyDigest = std::array<uint8_t, 16>;
 
-// An identity check of the key, not a security measure: two FNV-1a 64-bit
-// hashes with different offset bases.
+// An identity check of the key, not a security measure. key_digest is
+// version 1's, which also names the file driver's object files.
 KeyDigest key_digest(std::string_view key);
+KeyDigest key_digest_v2(std::string_view key);
 
-// Writes the trailer for payload of length len with checksum crc into out.
-void write_trailer(uint8_t *out, std::string_view key, uint64_t len, uint32_t crc);
+// Writes the trailer (version trailer_v1 or trailer_v2) for a payload of
+// length len with checksum crc into out.
+void write_trailer(uint8_t *out, uint32_t version, std::string_view key, uint64_t len, uint32_t crc);
 
 // Why a stored object is not the one asked for; each has its own message.
 enum class TrailerFault { none, too_short, bad_magic, bad_version, bad_key, bad_length, bad_checksum };
