@@ -48,13 +48,16 @@ Store::Reservation Store::reserve(const std::string &key, uint64_t bytes)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
-    auto it = s.map.find(key);
-    if (it != s.map.end()) return it->second.object ? Reservation::exists : Reservation::writing;
+    // One lookup that claims the key, given back if the bytes do not fit.
+    auto [it, claimed] = s.map.try_emplace(key, Entry{nullptr, false, bytes});
+    if (!claimed) return it->second.object ? Reservation::exists : Reservation::writing;
     uint64_t used = used_.load();
     do {
-        if (capacity_ && (bytes > capacity_ || used > capacity_ - bytes)) return Reservation::full;
+        if (capacity_ && (bytes > capacity_ || used > capacity_ - bytes)) {
+            s.map.erase(it);
+            return Reservation::full;
+        }
     } while (!used_.compare_exchange_weak(used, used + bytes));
-    s.map[key] = Entry{nullptr, false, bytes};
     return Reservation::reserved;
 }
 
