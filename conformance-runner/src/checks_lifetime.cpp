@@ -1,8 +1,8 @@
 // Checks of lifetime and concurrency: regions, access, cancel, drain, close,
 // threads, staged store scenarios.
 #include <algorithm>
-#include <barrier>
 #include <atomic>
+#include <barrier>
 #include <cstring>
 
 #include "checks_common.hpp"

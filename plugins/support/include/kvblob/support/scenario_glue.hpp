@@ -111,16 +111,14 @@ struct ScenarioGlue {
                has_unprovable || has_release || has_advance || has_echo_hint;
     }
     static constexpr kvblob_scenarios_t instance = table();
-    // The table this driver, as opened, offers (nullptr: none). D may say
-    // so with bool scenarios_available() (its store may lack what staging
-    // needs), or narrow it to the hooks its store can stage with
+    // The table this driver, as opened, offers (nullptr: none). D may
+    // narrow it to the hooks its store can stage with
     // const kvblob_scenarios_t *scenarios_offered(), returning a table with
     // static storage: the loader refuses one outside the plugin's image
     // (R-LOAD-12).
     static const kvblob_scenarios_t *offered(D &d)
     {
         if constexpr (requires { d.scenarios_offered(); }) return d.scenarios_offered();
-        else if constexpr (requires { d.scenarios_available(); }) return d.scenarios_available() ? &instance : nullptr;
         else return &instance;
     }
 };
