@@ -122,19 +122,20 @@ std::optional<Outcome> verdict_of(const std::string &result)
 }
 
 // What the check left, from its records; unknown when its cleanup never said.
-Leftover left_of(const std::string &result, const std::string &why_unknown)
+// The cleanup's record of what the check left, if it came whole.
+std::optional<std::string> left_record(const std::string &result)
 {
-    Leftover left{0, 0, false, why_unknown};
+    std::optional<std::string> record;
     size_t at = 0;
     for (size_t end; (end = result.find('\0', at)) != std::string::npos; at = end + 1)
-        if (result.compare(at, 5, "left ") == 0) left = from_wire(result.substr(at, end - at));
-    return left;
+        if (result.compare(at, 5, "left ") == 0) record = result.substr(at, end - at);
+    return record;
 }
 
 // Reads the child's result (fd 3) and stderr until both close, the deadline
 // passes or a stop is requested, then reaps it. Once a verdict came whole,
 // the deadline moves to timeout_s from then: the cleanup has a time of its
-// own, and a slow one never turns a verdict into TIMEOUT.
+// own, and only a cleanup that outlasts it too turns a verdict into TIMEOUT.
 Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout_s, Spawned *raw)
 {
     // Collect stderr while waiting, so a chatty child never blocks on a full pipe.
@@ -176,19 +177,27 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout
     close(err_fd_read);
     if (raw) *raw = {result, err, status, timed_out, interrupted};
     // A check that did not end left what it wrote, and nobody counted it.
-    // A process that ended before its cleanup said is a driver (or a
-    // sanitizer) that stopped it there: say how, so that it is not hidden
-    // behind the verdict that came before.
-    const std::string how = WIFSIGNALED(status) ? std::string("killed by signal ") + strsignal(WTERMSIG(status))
-                                                : "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    const std::string ended = timed_out     ? "the check's cleanup ran out of time"
-                              : interrupted ? "the run was interrupted"
-                                            : "the check's process ended before its cleanup said (" + how + ")" +
-                                                  (err.empty() ? "" : "; last stderr: " + last_lines(err, 5));
-    const Leftover left = left_of(result, verdict_in ? ended : "the check did not finish; its keys were not removed");
+    const auto record = left_record(result);
+    const Leftover left = record ? from_wire(*record)
+                                 : Leftover{0, 0, false,
+                                            verdict_in ? "the check's cleanup did not finish; its keys were not all removed"
+                                                       : "the check did not finish; its keys were not removed"};
     if (auto verdict = verdict_of(result)) {
         verdict->left = left;
-        return *verdict;
+        // The cleanup removes the check's keys and closes its drivers: a
+        // driver that crashes or hangs there breaks the contract as surely
+        // as in the check's body, so it is not hidden behind the verdict
+        // that came before. A failure stays the failure it was.
+        if (record || interrupted || verdict->status == Status::fail) return *verdict;
+        const std::string before = verdict->status == Status::pass ? "passed" : std::string("was ") + to_string(verdict->status);
+        const std::string how = WIFSIGNALED(status) ? std::string("killed by signal ") + strsignal(WTERMSIG(status))
+                                                    : "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        const std::string cleanup = "then its cleanup (removing the check's keys, closing its drivers) ";
+        if (timed_out)
+            return {Status::timeout, "the check " + before + ", " + cleanup + "ran out of " + std::to_string(timeout_s) + " s",
+                    left};
+        return {Status::crash, "the check " + before + ", " + cleanup + "ended with its process (" + how + ")" +
+                                   (err.empty() ? "" : "; last stderr: " + last_lines(err, 5)), left};
     }
     if (timed_out) return {Status::timeout, "no answer within " + std::to_string(timeout_s) + " s", left};
     if (interrupted) return {Status::skipped, "interrupted", left};

@@ -71,13 +71,19 @@ TEST_CASE("a check that crashed left what it wrote, unknown: its line and the su
     std::filesystem::remove(json);
 }
 
-TEST_CASE("a driver that dies in the cleanup's remove: the check's line says how, and the verdict before stands")
+TEST_CASE("a driver that dies in the cleanup's remove: the check is CRASH, its line says how, and the run fails")
 {
+    // The check itself passes; the crash comes after, in the remove that
+    // cleans up its keys. A driver that crashes there breaks the contract
+    // as surely as one that crashes in the check's body.
     auto r = runner("--driver " KVBLOB_FIXTURE_DIR "/../broken/libkvblob_broken_runner_crash_in_remove.so "
                     "--filter data.round-trip.one-row");
-    CHECK(r.output.find("[PASS] data.round-trip.one-row") != std::string::npos);
+    CHECK(r.exit_code == 1);
     // How it died: a signal, or a sanitizer's exit status where one catches the fault.
-    CHECK(r.output.find("\n    left behind: unknown (the check's process ended before its cleanup said (") !=
+    CHECK(r.output.find("[CRASH] data.round-trip.one-row: the check passed, then its cleanup (removing the check's "
+                        "keys, closing its drivers) ended with its process (") != std::string::npos);
+    CHECK(r.output.find("\n    left behind: unknown (the check's cleanup did not finish; its keys were not all removed)\n") !=
           std::string::npos);
     CHECK(r.output.find("\nleft in the store: unknown after 1 check that did not finish") != std::string::npos);
+    CHECK(r.output.find("\nNOT CONFORMANT\n") != std::string::npos);
 }
