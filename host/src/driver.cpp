@@ -1,13 +1,16 @@
 #include "kvblob/host/driver.hpp"
 
 #include <algorithm>
-#include <future>
 #include <cstdio>
+#include <future>
+#include <memory>
 #include <regex>
 #include <thread>
 #include <utility>
 
+#include <pthread.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "answers.hpp"
@@ -178,6 +181,40 @@ void DriverCore::pin(kvblob_region_t *region)
     pinned_.push_back(region);
 }
 
+namespace {
+
+// One call of a driver's drain, on a thread of its own (DriverCore::bounded_drain).
+struct DrainCall {
+    kvblob_status (*drain)(kvblob_driver_t *, uint64_t);
+    kvblob_driver_t *driver;
+    uint64_t timeout_ns;
+    std::promise<kvblob_status> answer;
+};
+
+void *run_drain(void *arg)
+{
+    std::unique_ptr<DrainCall> call(static_cast<DrainCall *>(arg));
+    kvblob_status st = KVBLOB_E_INTERNAL;
+    try {
+        st = call->drain(call->driver, call->timeout_ns);
+    } catch (...) {  // reported by the caller as a drain that did not succeed
+    }
+    call->answer.set_value(st);
+    return nullptr;
+}
+
+timespec realtime_after(std::chrono::nanoseconds d)
+{
+    timespec t{};
+    clock_gettime(CLOCK_REALTIME, &t);
+    const auto ns = static_cast<int64_t>(t.tv_nsec) + d.count() % 1000000000;
+    t.tv_sec += static_cast<time_t>(d.count() / 1000000000 + ns / 1000000000);
+    t.tv_nsec = static_cast<long>(ns % 1000000000);
+    return t;
+}
+
+}  // namespace
+
 kvblob_status DriverCore::bounded_drain(std::chrono::nanoseconds timeout)
 {
     // The driver's drain runs on a thread of its own. One that overstays its
@@ -185,27 +222,33 @@ kvblob_status DriverCore::bounded_drain(std::chrono::nanoseconds timeout)
     // there: this thread goes on, and everything the driver may still touch
     // stays alive for the life of the process, its code pinned. The drain
     // thread touches nothing of this object, which may be gone by then.
-    // A drain that answers in time is joined, not detached: the thread's
-    // exit (its TLS freed by the loader) then ends before the caller goes on
-    // to close the driver and unload its library.
+    // A drain that answered is joined, so that the thread's exit (its
+    // thread-local objects destroyed, its TLS freed by the loader) is over
+    // before the caller closes the driver and unloads its code; the join is
+    // bounded by the grace too, for a thread-local destructor that blocks.
     if (drain_blocked_.load()) return KVBLOB_E_TIMEOUT;  // it still has not returned: not asked again
-    auto result = std::make_shared<std::promise<kvblob_status>>();
-    auto answer = result->get_future();
-    std::thread drainer([drain = table->drain, h = handle, ns = static_cast<uint64_t>(timeout.count()), result] {
-        kvblob_status st = KVBLOB_E_INTERNAL;
-        try {
-            st = drain(h, ns);
-        } catch (...) {  // reported below as a drain that did not succeed
-        }
-        result->set_value(st);
-    });
+    auto *call = new DrainCall{table->drain, handle, static_cast<uint64_t>(timeout.count()), {}};
+    auto answer = call->answer.get_future();
+    pthread_t thread;
+    if (pthread_create(&thread, nullptr, run_drain, call) != 0) {
+        delete call;
+        return KVBLOB_E_INTERNAL;  // no thread to bound it on: the driver was not asked
+    }
     // Bounded by a year whatever the caller asked, so the sum cannot overflow.
     const auto wait = std::min<std::chrono::nanoseconds>(timeout, std::chrono::hours(24 * 365)) + drain_grace;
     if (answer.wait_for(wait) == std::future_status::ready) {
-        drainer.join();  // it has answered: only its return is left
+        const timespec until = realtime_after(drain_grace);
+        if (pthread_timedjoin_np(thread, nullptr, &until) != 0) {
+            pthread_detach(thread);
+            library->pin();  // its thread-local destructors are the driver's code
+            std::lock_guard lock(thrown_mu_);
+            thrown_pending_.store(true, std::memory_order_release);
+            thrown_.push_back("driver " + name + "'s drain answered, but its thread did not end within " +
+                              std::to_string(drain_grace.count()) + " s more; it is left running, its code kept");
+        }
         return answer.get();
     }
-    drainer.detach();
+    pthread_detach(thread);
     drain_blocked_.store(true);
     library->pin();
     std::lock_guard lock(thrown_mu_);
