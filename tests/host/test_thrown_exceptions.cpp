@@ -87,6 +87,12 @@ TEST_CASE("a drain that answers from a thread that never ends: shutdown goes on 
 {
     // The drain runs on a thread of the host's, joined once it answered;
     // the driver's thread-local destructor blocks that thread's end.
+#if defined(__SANITIZE_ADDRESS__)
+    // LeakSanitizer's scan at exit crashes on a thread stuck in its
+    // thread-local destructors; the plain and ThreadSanitizer suites run it.
+    MESSAGE("skipped under AddressSanitizer: LeakSanitizer cannot scan a thread stuck in its exit");
+    return;
+#endif
     auto t = std::make_unique<Throwing>("block-drain-exit");
     const auto start = std::chrono::steady_clock::now();
     CHECK(t->driver.shutdown(100ms) == KVBLOB_OK);
