@@ -121,8 +121,8 @@ std::optional<Outcome> verdict_of(const std::string &result)
     return verdict;
 }
 
-// What the check left, from its records; unknown when its cleanup never said.
-// The cleanup's record of what the check left, if it came whole.
+// The cleanup's record of what the check left, if it came whole; none when
+// its cleanup never said.
 std::optional<std::string> left_record(const std::string &result)
 {
     std::optional<std::string> record;
