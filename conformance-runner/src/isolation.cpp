@@ -48,6 +48,17 @@ std::string last_lines(const std::string &text, int lines)
     return text.substr(newline + 1, end - newline - 1);
 }
 
+// How a reaped process ended, for a message: "killed by signal ..." or
+// "exit status N".
+std::string how_ended(int status)
+{
+    return WIFSIGNALED(status) ? std::string("killed by signal ") + strsignal(WTERMSIG(status))
+                               : "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+// "; last stderr: " and its last lines, or nothing when it wrote none.
+std::string stderr_tail(const std::string &err) { return err.empty() ? "" : "; last stderr: " + last_lines(err, 5); }
+
 volatile sig_atomic_t stop_flag = 0;
 
 // Where the child writes its result; the fault handler writes there too.
@@ -102,8 +113,6 @@ bool stop_requested() { return stop_flag != 0; }
 
 namespace {
 
-// Reads the child's result (fd 3) and stderr until both close, the deadline
-// passes or a stop is requested, then reaps it.
 // The verdict among a check's records (run_child_body): the last one wins
 // (a fault handler's FAIL after a PASS); nullopt when none came whole.
 std::optional<Outcome> verdict_of(const std::string &result)
@@ -190,23 +199,18 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout
         // that came before. A failure stays the failure it was.
         if (record || interrupted || verdict->status == Status::fail) return *verdict;
         const std::string before = verdict->status == Status::pass ? "passed" : std::string("was ") + to_string(verdict->status);
-        const std::string how = WIFSIGNALED(status) ? std::string("killed by signal ") + strsignal(WTERMSIG(status))
-                                                    : "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         const std::string cleanup = "then its cleanup (removing the check's keys, closing its drivers) ";
         if (timed_out)
             return {Status::timeout, "the check " + before + ", " + cleanup + "ran out of " + std::to_string(timeout_s) + " s",
                     left};
-        return {Status::crash, "the check " + before + ", " + cleanup + "ended with its process (" + how + ")" +
-                                   (err.empty() ? "" : "; last stderr: " + last_lines(err, 5)), left};
+        return {Status::crash,
+                "the check " + before + ", " + cleanup + "ended with its process (" + how_ended(status) + ")" + stderr_tail(err),
+                left};
     }
     if (timed_out) return {Status::timeout, "no answer within " + std::to_string(timeout_s) + " s", left};
     if (interrupted) return {Status::skipped, "interrupted", left};
-    if (WIFSIGNALED(status))
-        return {Status::crash, std::string("killed by signal ") + strsignal(WTERMSIG(status)) +
-                                   (err.empty() ? "" : "; last stderr: " + last_lines(err, 5)), left};
-    return {Status::crash, "the check exited without a result (exit status " +
-                               std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")" +
-                               (err.empty() ? "" : "; last stderr: " + last_lines(err, 5)), left};
+    if (WIFSIGNALED(status)) return {Status::crash, how_ended(status) + stderr_tail(err), left};
+    return {Status::crash, "the check exited without a result (" + how_ended(status) + ")" + stderr_tail(err), left};
 }
 
 }  // namespace
