@@ -9,7 +9,6 @@
 #include <utility>
 
 #include <pthread.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include "driver_core.hpp"
 #include "kvblob/host/keep_alive.hpp"
 #include "memory_kind.hpp"
+#include "watch.hpp"
 
 namespace kvblob {
 
@@ -33,28 +33,18 @@ void log_trampoline(void *context, kvblob_log_level level, const char *message)
 }
 
 // The C callback a 1.1 driver announces through (kvblob_host_services_t.notify):
-// never blocks beyond a leaf lock held for an increment, never calls the
+// never blocks beyond a leaf lock (Notifier::announce), never calls the
 // driver, never throws. op and event are not needed to wake: waiters confirm
 // through poll and access, so an unknown or not-yet-returned op is harmless.
 // An observer (Plugin::open's NotifySink) sees them first.
 void notify_trampoline(void *context, kvblob_op_t *op, kvblob_notify_event event)
 {
     auto &services = *static_cast<DriverCore::Services *>(context);
-    auto &n = services.notifier;
     try {
         if (services.observer) services.observer(op, event);
-        {
-            std::lock_guard lock(n.mu);
-            ++n.generation;
-        }
-        n.cv.notify_all();
     } catch (...) {
     }
-    if (n.fd >= 0 && n.fd_wanted.load(std::memory_order_relaxed)) {
-        const uint64_t one = 1;
-        // Non-blocking: a full counter (EAGAIN) is still readable.
-        [[maybe_unused]] const auto written = ::write(n.fd, &one, sizeof one);
-    }
+    services.notifier.announce();
 }
 
 const char *level_name(kvblob_log_level level)
@@ -118,11 +108,6 @@ DriverCore::DriverCore(std::shared_ptr<Library> lib, const kvblob_plugin_t *t, s
     if (abi >= KVBLOB_ABI_1_1) services_->table.notify = &notify_trampoline;
 }
 
-DriverCore::Services::Services() { notifier.fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
-DriverCore::Services::~Services()
-{
-    if (notifier.fd >= 0) ::close(notifier.fd);
-}
 
 DriverCore::~DriverCore()
 {
@@ -673,6 +658,8 @@ bool Operation::wait(std::chrono::milliseconds timeout) const
             core.notifier().wait_past(seen, deadline);
         }
     }
+    // Polled: watched first, then looked at after sleeps that double.
+    if (watch(deadline, [&] { return is_final() && access() != KVBLOB_ACCESS_OPEN; })) return true;
     auto pause = std::chrono::microseconds(1);
     while (!(is_final() && access() != KVBLOB_ACCESS_OPEN)) {
         if (std::chrono::steady_clock::now() >= deadline) return false;
@@ -698,8 +685,7 @@ const std::string &Driver::name() const noexcept { return core_->name; }
 int Driver::completion_fd() const noexcept
 {
     if (!core_->notifies()) return -1;
-    core_->notifier().fd_wanted.store(true);
-    return core_->notifier().fd;
+    return core_->notifier().fd();
 }
 
 Region Driver::register_region(const kvblob_region_desc_t &desc) { return Region(core_, core_->register_region(desc)); }

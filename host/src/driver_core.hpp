@@ -9,6 +9,8 @@
 
 #include <kvblob/kvblob.h>
 
+#include "notifier.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -57,40 +59,10 @@ public:
     // What the host lends the driver at open (kvblob_host_services_t and the
     // log sink behind it). The ABI keeps it valid until close succeeds, so it
     // lives on the heap: a driver that cannot be closed keeps it for good.
-    //
-    // The notifier is what notify (ABI 1.1) reaches: a generation counter
-    // that waiters block on, and an eventfd an engine's event loop can watch.
-    // It knows nothing of operations, so a notification for an operation the
-    // host has not seen yet (from inside the admitting call) or no longer
-    // holds is harmless: waiters wake and confirm through poll and access.
-    struct Notifier {
-        std::mutex mu;  // a leaf, held only to bump or read generation
-        std::condition_variable cv;
-        uint64_t generation = 0;
-        int fd = -1;  // eventfd, readable once any operation was announced
-        // Set by the first Driver::completion_fd: until an engine watches
-        // the descriptor, an announcement costs no system call.
-        std::atomic<bool> fd_wanted{false};
-        uint64_t current()
-        {
-            std::lock_guard lock(mu);
-            return generation;
-        }
-        // Blocks until generation moves past seen or deadline passes.
-        void wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline)
-        {
-            std::unique_lock lock(mu);
-            cv.wait_until(lock, deadline, [&] { return generation != seen; });
-        }
-    };
     struct Services {
-        Services();
-        ~Services();
-        Services(const Services &) = delete;
-        Services &operator=(const Services &) = delete;
         LogSink sink;
         NotifySink observer;  // sees each announcement first; may be empty
-        Notifier notifier;
+        Notifier notifier;  // what the driver's notify (ABI 1.1) reaches
         kvblob_host_services_t table{};
     };
     const kvblob_host_services_t *services() const { return &services_->table; }

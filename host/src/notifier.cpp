@@ -1,0 +1,54 @@
+#include "notifier.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "watch.hpp"
+
+namespace kvblob {
+
+Notifier::Notifier() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
+Notifier::~Notifier()
+{
+    if (fd_ >= 0) ::close(fd_);
+}
+
+int Notifier::fd()
+{
+    fd_wanted_.store(true);
+    return fd_;
+}
+
+void Notifier::announce() noexcept
+{
+    // seq_cst on both sides (here: bump, then look for sleepers; in
+    // wait_past: count in, then look at the generation): either this sees
+    // the sleeper, or the sleeper sees the bump.
+    generation_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) != 0) {
+        try {
+            std::lock_guard lock(mu_);  // a sleeper between its check and its sleep is not missed
+        } catch (...) {                 // cannot lock: the sleeper's deadline still ends its wait
+        }
+        cv_.notify_all();
+    }
+    if (fd_ >= 0 && fd_wanted_.load(std::memory_order_relaxed)) {
+        const uint64_t one = 1;
+        // Non-blocking: a full counter (EAGAIN) is still readable.
+        [[maybe_unused]] const auto written = ::write(fd_, &one, sizeof one);
+    }
+}
+
+void Notifier::wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline)
+{
+    if (watch(deadline, [&] { return current() != seen; })) return;
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    {
+        std::unique_lock lock(mu_);
+        cv_.wait_until(lock, deadline, [&] { return current() != seen; });
+    }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace kvblob

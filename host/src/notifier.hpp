@@ -1,0 +1,49 @@
+// What a 1.1 driver's notify reaches (kvblob_host_services_t.notify): a
+// generation counter that waiters watch, and an eventfd an engine's event
+// loop can watch. Internal.
+//
+// It knows nothing of operations, so a notification for an operation the
+// host has not seen yet (from inside the admitting call) or no longer holds
+// is harmless: waiters wake and confirm through poll and access.
+//
+// A waiter watches the counter for a short while before it sleeps
+// (watch.hpp); the announcer makes a system call only while one sleeps.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace kvblob {
+
+class Notifier {
+public:
+    Notifier();
+    ~Notifier();
+    Notifier(const Notifier &) = delete;
+    Notifier &operator=(const Notifier &) = delete;
+
+    // Never blocks beyond a leaf lock, and takes that only while a waiter
+    // sleeps; never throws.
+    void announce() noexcept;
+    uint64_t current() const noexcept { return generation_.load(std::memory_order_seq_cst); }
+    // Returns once the generation moved past seen, or at deadline.
+    void wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline);
+
+    // Readable once any operation was announced after the first call.
+    int fd();
+
+private:
+    std::atomic<uint64_t> generation_{0};
+    std::atomic<uint32_t> sleepers_{0};
+    std::mutex mu_;  // a leaf: held to sleep, or to wake the sleepers
+    std::condition_variable cv_;
+    int fd_ = -1;
+    // Set by the first fd(): until an engine watches the descriptor, an
+    // announcement costs no system call.
+    std::atomic<bool> fd_wanted_{false};
+};
+
+}  // namespace kvblob
