@@ -669,6 +669,12 @@ bool Operation::wait(std::chrono::milliseconds timeout) const
     return true;
 }
 
+int Operation::completion_fd() const noexcept
+{
+    if (!core_ || !core_->notifies()) return -1;
+    return core_->notifier().fd();
+}
+
 std::vector<RowStatus> Operation::results() const { return owned("results").results(handle_); }
 std::string Operation::message(uint64_t row) const { return owned("message").message(handle_, row); }
 kvblob_status Operation::cancel() const { return owned("cancel").cancel(handle_); }

@@ -61,6 +61,7 @@ TEST_CASE("notify: wait sleeps until the driver announces, and the completion fd
     Batch b;
     b.row("k");
     auto op = s.driver.submit(OpKind::probe, b.get());
+    CHECK(op.completion_fd() == fd);  // the driver's, for a loop that waits for this operation
     // Final was announced from inside the admitting call, before the host
     // held the handle: it still reaches the descriptor.
     CHECK(readable(fd, 0));
@@ -91,6 +92,8 @@ TEST_CASE("notify: a driver that does not declare it is polled as before, and ha
     Batch b;
     b.row("k");
     auto op = s.driver.submit(OpKind::probe, b.get());
+    CHECK(op.completion_fd() == -1);
+    CHECK(kvblob::Operation().completion_fd() == -1);
     const uint64_t before = s.polls();
     CHECK_FALSE(op.wait(20ms));
     CHECK(s.polls() - before > 3);  // polled: asked again and again

@@ -359,7 +359,6 @@ PyObject *status_richcompare(PyObject *self, PyObject *other, int op)
 
 struct PyOperation : std::enable_shared_from_this<PyOperation> {
     Operation op;
-    int completion_fd = -1;  // the driver's (Driver::completion_fd), -1 when it does not notify
     std::shared_ptr<MessageBook> book;
     py::capsule book_held;    // book, as RowResults hold it
     bool book_final = false;  // book was made once the results were final
@@ -406,6 +405,28 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
         py::list out = rows_list(rows);
         if (final) last_final = std::move(rows);
         return out;
+    }
+    // How many rows have this status: results() without an object per row,
+    // for an engine that asks "all READY?" or "how many hits?" in one call.
+    uint64_t count(RowState status)
+    {
+        const auto wanted = static_cast<kvblob_row_result>(status);
+        const auto counted = [&](const std::vector<kvblob::RowStatus> &rows) {
+            return static_cast<uint64_t>(
+                std::count_if(rows.begin(), rows.end(), [&](const auto &r) { return r.result == wanted; }));
+        };
+        if (!op.handle() && !last_final.empty()) return counted(last_final);
+        Operation &o = live();
+        std::vector<kvblob::RowStatus> rows;
+        bool final = false;
+        {
+            py::gil_scoped_release nogil;
+            final = o.is_final();  // asked first: results read after it are final too
+            rows = o.results();
+        }
+        const uint64_t n = counted(rows);
+        if (final) last_final = std::move(rows);
+        return n;
     }
     // A RowResult for each row, sharing book.
     py::list rows_list(const std::vector<kvblob::RowStatus> &rows) const
@@ -625,7 +646,6 @@ struct PyDriver {
             py::gil_scoped_release nogil;
             op->op = d.submit(kind, batch);
         }
-        op->completion_fd = d.completion_fd();
         track(operations, op);
         return op;
     }
@@ -828,9 +848,11 @@ PYBIND11_MODULE(_kvblob, m)
         .def("wait", &PyOperation::wait, py::arg("timeout") = py::none(),
              "Waits until results are final and access is no longer open; False on timeout")
         .def("results", &PyOperation::results)
+        .def("count", &PyOperation::count, py::arg("status"),
+             "How many rows have this status, asked like results() but without an object per row")
         .def_property_readonly("settled", &PyOperation::settled,
                                "Results final and access no longer open, asked without waiting")
-        .def_property_readonly("completion_fd", [](const PyOperation &o) { return o.completion_fd; },
+        .def_property_readonly("completion_fd", [](const PyOperation &o) { return o.op.completion_fd(); },
                                "The driver's completion descriptor (readable when it announces an operation), "
                                "or -1 when the driver does not notify")
         .def("cancel", [](PyOperation &o) {

@@ -118,3 +118,24 @@ def test_row_results_come_only_from_results():
     with pytest.raises(TypeError) as refused:
         kvblob.resume_bound([1, 2])
     assert "RowResult" in str(refused.value) and "int" in str(refused.value)
+
+
+def test_count_agrees_with_results_and_outlives_release():
+    buf = np.zeros(4096, dtype=np.uint8)
+    with kvblob.load("memory").open({"store": f"pytest-count-{os.getpid()}"}) as driver:
+        region = driver.register(buf)
+        put = driver.put([("a", region, 0, 64), ("b", region, 64, 64)])
+        assert put.wait(10)
+        assert put.count(kvblob.RowStatus.READY) == 2 == len(put)
+        assert put.release() == "KVBLOB_OK"
+        get = driver.get([("a", region, 128, 64), ("absent", region, 192, 64), ("b", region, 256, 64)])
+        assert get.wait(10)
+        counts = {s: get.count(s) for s in kvblob.RowStatus.__members__.values()}
+        assert counts == {s: [r.status for r in get.results()].count(s) for s in counts}
+        assert (counts[kvblob.RowStatus.READY], counts[kvblob.RowStatus.MISS]) == (2, 1)
+        assert get.release() == "KVBLOB_OK"
+        # After release, from the last final results, as results() answers.
+        assert (get.count(kvblob.RowStatus.READY), get.count(kvblob.RowStatus.MISS)) == (2, 1)
+        with pytest.raises(TypeError):
+            get.count(1)  # a RowStatus, not its number
+        region.close()

@@ -96,6 +96,10 @@ public:
     // announces an operation (then confirms through poll and access); with
     // any other driver it polls.
     bool wait(std::chrono::milliseconds timeout) const;
+    // The driver's completion descriptor (Driver::completion_fd), for an
+    // event loop that waits for this operation; -1 when the driver does
+    // not notify or this object holds no operation.
+    int completion_fd() const noexcept;
     // Each row's result; PENDING rows while not final. Once final, results
     // never change (R-ROW-1): the first final answer stands for good, and a
     // driver that later answers otherwise is logged as MISBEHAVING and the
