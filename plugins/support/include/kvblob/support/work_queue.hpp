@@ -7,8 +7,10 @@
 // it sleeps. Waking a sleeping worker costs the submitting thread a system
 // call and, where the worker's core went idle, the time that core takes to
 // come back: tens of microseconds on a virtual machine whose idle vCPU
-// halts, against the few microseconds an in-memory operation takes. A
-// submitter makes the system call only while a worker sleeps.
+// halts, against the few microseconds an in-memory operation takes. One
+// worker watches at a time (the others sleep at once), so an idle pool
+// keeps at most one core busy, for at most watch_before_sleep. A submitter
+// makes the system call only while a worker sleeps.
 #pragma once
 
 #include <atomic>
@@ -51,8 +53,12 @@ public:
             queued_.fetch_add(1, std::memory_order_seq_cst);
         }
         // seq_cst with loop()'s count in and look: either this sees the
-        // sleeper, or the sleeper sees the job.
-        if (sleepers_.load(std::memory_order_seq_cst) != 0) cv_.notify_one();
+        // sleeper, or the sleeper sees the job. A watching worker takes the
+        // first queued job without a wake (it looks at the queue under the
+        // lock once it stops watching); a sleeper is woken for the rest.
+        if (sleepers_.load(std::memory_order_seq_cst) != 0 &&
+            (!watching_.load(std::memory_order_seq_cst) || queued_.load(std::memory_order_seq_cst) > 1))
+            cv_.notify_one();
     }
 
     void stop()
@@ -89,22 +95,25 @@ private:
         }
     }
 
-    // Returns when a job is queued, or after watch_before_sleep. Looks at
-    // the clock every 64 pauses; past the first round it yields between
-    // rounds, so a thread waiting for this core still runs.
-    void watch() const
+    // Returns when a job is queued, or after watch_before_sleep, or at once
+    // while another worker watches. Looks at the clock every 64 pauses;
+    // past the first round it yields between rounds, so a thread waiting
+    // for this core still runs.
+    void watch()
     {
+        if (watching_.exchange(true, std::memory_order_acquire)) return;
         using Clock = std::chrono::steady_clock;
         const auto until = Clock::now() + watch_before_sleep;
         for (unsigned round = 0; Clock::now() < until; ++round) {
-            for (int i = 0; i < 64; ++i) {
-                if (queued_.load(std::memory_order_relaxed) != 0) return;
+            for (int i = 0; i < 64 && queued_.load(std::memory_order_relaxed) == 0; ++i) {
 #if defined(__x86_64__) || defined(__i386__)
                 _mm_pause();
 #endif
             }
+            if (queued_.load(std::memory_order_relaxed) != 0) break;
             if (round > 0) std::this_thread::yield();
         }
+        watching_.store(false, std::memory_order_seq_cst);
     }
 
     std::mutex mu_;
@@ -112,6 +121,7 @@ private:
     std::deque<Job> jobs_;
     std::atomic<size_t> queued_{0};    // jobs_.size(), for watch() to read without the lock
     std::atomic<unsigned> sleepers_{0};  // workers asleep on cv_
+    std::atomic<bool> watching_{false};  // a worker is in watch()
     bool stopping_ = false;
     std::vector<std::thread> threads_;
 };
