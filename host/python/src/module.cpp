@@ -383,17 +383,21 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
         py::gil_scoped_release nogil;
         return o.wait(to_ms(timeout));
     }
+    // Each row's result as the host answers now, into rows; whether they
+    // are final (the caller keeps final ones in last_final).
+    bool ask_host(std::vector<kvblob::RowStatus> &rows)
+    {
+        Operation &o = live();
+        py::gil_scoped_release nogil;
+        const bool final = o.is_final();  // asked first: results read after it are final too
+        rows = o.results();
+        return final;
+    }
     py::list results()
     {
         if (!op.handle() && !last_final.empty()) return rows_list(last_final);
-        Operation &o = live();
         std::vector<kvblob::RowStatus> rows;
-        bool final = false;
-        {
-            py::gil_scoped_release nogil;
-            final = o.is_final();  // asked first: results read after it are final too
-            rows = o.results();
-        }
+        const bool final = ask_host(rows);
         // A fresh book until final: a pending row's message is not its last.
         if (!book || !book_final) {
             book = std::make_shared<MessageBook>();
@@ -416,14 +420,8 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
                 std::count_if(rows.begin(), rows.end(), [&](const auto &r) { return r.result == wanted; }));
         };
         if (!op.handle() && !last_final.empty()) return counted(last_final);
-        Operation &o = live();
         std::vector<kvblob::RowStatus> rows;
-        bool final = false;
-        {
-            py::gil_scoped_release nogil;
-            final = o.is_final();  // asked first: results read after it are final too
-            rows = o.results();
-        }
+        const bool final = ask_host(rows);
         const uint64_t n = counted(rows);
         if (final) last_final = std::move(rows);
         return n;
