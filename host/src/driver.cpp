@@ -648,20 +648,21 @@ bool Operation::wait(std::chrono::milliseconds timeout) const
 {
     DriverCore &core = owned("wait");
     const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const auto settled = [&] { return is_final() && access() != KVBLOB_ACCESS_OPEN; };
     if (core.notifies()) {
         // The generation is read before the state is asked, so an
         // announcement between the two still wakes the wait below.
         for (;;) {
             const uint64_t seen = core.notifier().current();
-            if (is_final() && access() != KVBLOB_ACCESS_OPEN) return true;
+            if (settled()) return true;
             if (std::chrono::steady_clock::now() >= deadline) return false;
             core.notifier().wait_past(seen, deadline);
         }
     }
     // Polled: watched first, then looked at after sleeps that double.
-    if (watch(deadline, [&] { return is_final() && access() != KVBLOB_ACCESS_OPEN; })) return true;
+    if (watch(deadline, settled)) return true;
     auto pause = std::chrono::microseconds(1);
-    while (!(is_final() && access() != KVBLOB_ACCESS_OPEN)) {
+    while (!settled()) {
         if (std::chrono::steady_clock::now() >= deadline) return false;
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::microseconds(1000));
