@@ -64,11 +64,22 @@ KeyDigest key_digest_v2(std::string_view key)
     return d;
 }
 
+namespace {
+
+// The digest a trailer of this version carries (version 1 for any version
+// but 2: the callers have checked it is one of the two).
+KeyDigest digest_for(uint32_t version, std::string_view key)
+{
+    return version == trailer_v2 ? key_digest_v2(key) : key_digest(key);
+}
+
+}  // namespace
+
 void write_trailer(uint8_t *out, uint32_t version, std::string_view key, uint64_t len, uint32_t crc)
 {
     std::memcpy(out, magic, 4);
     put32(out + 4, version);
-    auto d = version == trailer_v2 ? key_digest_v2(key) : key_digest(key);
+    const KeyDigest d = digest_for(version, key);
     std::memcpy(out + 8, d.data(), 16);
     put64(out + 24, len);
     put32(out + 32, crc);
@@ -103,7 +114,7 @@ TrailerFault check_trailer_bytes(const uint8_t *t, uint64_t object_size, std::st
     if (std::memcmp(t, magic, 4) != 0) return TrailerFault::bad_magic;
     const uint32_t version = get32(t + 4);
     if (version != trailer_v1 && version != trailer_v2) return TrailerFault::bad_version;
-    auto d = version == trailer_v2 ? key_digest_v2(key) : key_digest(key);
+    const KeyDigest d = digest_for(version, key);
     if (std::memcmp(t + 8, d.data(), 16) != 0) return TrailerFault::bad_key;
     payload_len = get64(t + 24);
     if (payload_len != object_size - trailer_size) return TrailerFault::bad_length;
