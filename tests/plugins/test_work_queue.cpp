@@ -8,7 +8,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <random>
 #include <thread>
 #include <vector>
 
@@ -45,6 +44,17 @@ private:
     uint64_t n_ = 0;
 };
 
+// Whether every worker is asleep within limit, as the queue counts them.
+bool all_asleep(const WorkQueue &q, unsigned workers, std::chrono::seconds limit)
+{
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (q.sleeping() != workers) {
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::yield();
+    }
+    return true;
+}
+
 }  // namespace
 
 TEST_CASE("work queue: each job runs once, pushed while its worker watches or after it fell asleep")
@@ -54,14 +64,13 @@ TEST_CASE("work queue: each job runs once, pushed while its worker watches or af
         WorkQueue q;
         q.start(workers);
         DoneCount done;
-        std::mt19937 random(workers);
-        // One job at a time, each pushed once the last one ran: a worker is
-        // then watching, or, after a pause longer than the watch, asleep.
-        // The pauses vary the path; no assertion depends on them.
+        // One job at a time, each pushed once the last one ran: at once,
+        // while a worker still watches, or, every fourth, once the queue
+        // says every worker fell asleep, so that only a wake runs it.
         for (uint64_t i = 1; i <= 300; ++i) {
             q.push([&] { done.one(); });
             REQUIRE(done.reaches(i, 30s));
-            if (random() % 4 == 0) std::this_thread::sleep_for(WorkQueue::watch_before_sleep * (1 + random() % 3));
+            if (i % 4 == 0) REQUIRE(all_asleep(q, workers, 30s));
         }
         // And many at once, from several threads.
         std::vector<std::thread> pushers;

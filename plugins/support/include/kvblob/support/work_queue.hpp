@@ -44,6 +44,9 @@ public:
         for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
     }
     bool running() const { return !threads_.empty(); }
+    // Workers asleep now, past their watch (for tests: the queue's own
+    // signal that a push must wake one).
+    unsigned sleeping() const { return sleepers_.load(std::memory_order_seq_cst); }
 
     void push(Job job)
     {
