@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """What the Python package adds to an operation over the C++ host, in one run.
 
 Both sides drive the null driver (bench/null_driver: it completes every
@@ -11,7 +11,7 @@ on its own: in one call (`op.count(RowStatus.READY)`, the loop in C++ as
 kvblob-bench's is) and row by row (`for r in op.results()`, the loop in
 Python).
 
-    PYTHONPATH=build/python python3 bench/python_overhead.py --bench build/bin/kvblob-bench \
+    PYTHONPATH=build/python /usr/bin/python3 bench/python_overhead.py --bench build/bin/kvblob-bench \
         [--batches 1,32] [--seconds 0.5] [--json]
 
 The goal is at most 2 us added per operation; the table says each figure

@@ -1,10 +1,10 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """An asyncio engine: publishes several requests' KV-cache blocks at once,
 then fetches them back, awaiting each operation instead of blocking a thread
 on it. A driver that announces completions (ABI 1.1 notify) wakes the event
 loop through its completion descriptor; the loop polls nothing.
 
-    PYTHONPATH=build/python python3 examples/python/await_operations.py [DRIVER_OR_CONFIG] [OPTION=VALUE...]
+    PYTHONPATH=build/python /usr/bin/python3 examples/python/await_operations.py [DRIVER_OR_CONFIG] [OPTION=VALUE...]
 
 The default is the memory driver completing in its worker threads
 (mode=background), so every await really waits.

@@ -1,10 +1,10 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Publishes a request's KV-cache blocks from a numpy array, then fetches
 them back into another array as a second engine would, and prints how many
 leading blocks the store gave back: the resume bound, where prefill
 recomputes from.
 
-    PYTHONPATH=build/python python3 examples/python/publish_fetch.py [DRIVER_OR_CONFIG]
+    PYTHONPATH=build/python /usr/bin/python3 examples/python/publish_fetch.py [DRIVER_OR_CONFIG]
 
 DRIVER_OR_CONFIG is a driver name or path, or an engine config (*.toml);
 the default is the memory driver.

@@ -54,7 +54,7 @@ for h in "$root"/usr/include/kvblob/host/*.hpp; do
     fail "$h does not compile on its own from the package"
 done
 if [ -n "$(deb python3-kvblob)" ]; then
-  PYTHONPATH="$root/usr/lib/python3/dist-packages" python3 -c \
+  PYTHONPATH="$root/usr/lib/python3/dist-packages" /usr/bin/python3 -c \
     'import kvblob, sys; print("python module from", kvblob.__file__)' | grep -q "$root" || fail "python3-kvblob does not import"
 fi
 "$src/tests/out_of_tree/run.sh" "$build" "$src" "$driver_source" "$root/usr"
