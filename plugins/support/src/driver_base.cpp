@@ -242,7 +242,7 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
         why = "[R-ADM-4] " + where() + " has a key at the limit";  // off by one
         return KVBLOB_E_REJECTED;
     }
-    if (KVBLOB_BREAKS("m.con1.static-key-set")) {
+    if (KVBLOB_BREAKS("m.con1.static-key-set") || KVBLOB_BREAKS("concurrency.admission-held")) {
         // One set for every call, emptied at each operation's first row.
         static std::unordered_set<std::string> seen;
         static std::mutex seen_mu;
