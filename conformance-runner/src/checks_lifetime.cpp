@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "checks_common.hpp"
+#include "checks_held.hpp"
 #include "kvblob/host/keep_alive.hpp"
 
 namespace kvblob::conformance {
@@ -195,6 +196,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                    "drain called while a long put or get call is in progress returns only after that call did: "
                    "the driver never reads the call's batch after drain returned",
                    [](Context &c) {
+                       drain_during_held_calls(c);  // every run, whatever the timing
                        // The batch is valid for the duration of the call, and drain
                        // waits for calls in progress (R-DRN-3): once drain returned, no
                        // driver reads the batch again. So the battery rewrites every key
@@ -309,6 +311,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                    "8 threads put and get equal and distinct keys while two more read the shared ones; no READY get holds "
                    "wrong bytes; batches of equal keys from several threads; an operation handed between threads",
                    [](Context &c) {
+                       get_during_held_put(c);  // every run, whatever the timing
                        auto d = c.open();
                        std::atomic<int> torn{0}, other{0}, writers{8};
                        // Each writer's 200 rounds, or as many as an eighth of the

@@ -28,8 +28,11 @@ PausedPage::PausedPage()
         if (fd_ >= 0) close(fd_);
         fd_ = -1;
     };
-    // User-mode faults only: allowed without privilege (vm.unprivileged_userfaultfd=0).
-    fd_ = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+    // Every fault where the kernel allows it (root, or vm.unprivileged_userfaultfd=1), so a
+    // driver that hands the page to a system call (pwrite) is held too; else user-mode faults
+    // only, which need no privilege.
+    fd_ = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+    if (fd_ < 0) fd_ = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
     if (fd_ < 0) {
         fail("userfaultfd");
         return;
@@ -46,26 +49,38 @@ PausedPage::PausedPage()
         return;
     }
     page_ = static_cast<unsigned char *>(p);
+}
+
+bool PausedPage::arm()
+{
+    if (fd_ < 0 || armed_) return armed_;
+    // Drops whatever the page held, so the next read is a missing-page fault.
+    if (madvise(page_, size(), MADV_DONTNEED) != 0) {
+        why_ = std::string("madvise: ") + std::strerror(errno);
+        return false;
+    }
     uffdio_register reg{};
     reg.range.start = reinterpret_cast<uintptr_t>(page_);
     reg.range.len = size();
     reg.mode = UFFDIO_REGISTER_MODE_MISSING;
     if (ioctl(fd_, UFFDIO_REGISTER, &reg) != 0) {
-        fail("UFFDIO_REGISTER");
-        return;
+        why_ = std::string("UFFDIO_REGISTER: ") + std::strerror(errno);
+        return false;
     }
+    armed_ = true;
+    return true;
 }
 
 PausedPage::~PausedPage()
 {
-    if (fd_ >= 0 && !released_) release(nullptr, 0);
+    if (armed_ && !released_) release(nullptr, 0);
     if (page_) munmap(page_, size());
     if (fd_ >= 0) close(fd_);
 }
 
 bool PausedPage::wait_for_touch(std::chrono::milliseconds timeout) const
 {
-    if (fd_ < 0) return false;
+    if (!armed_) return false;
     const auto end = std::chrono::steady_clock::now() + timeout;
     for (;;) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
@@ -82,7 +97,7 @@ bool PausedPage::wait_for_touch(std::chrono::milliseconds timeout) const
 
 void PausedPage::release(const void *bytes, size_t n)
 {
-    if (fd_ < 0 || released_) return;
+    if (!armed_ || released_) return;
     std::vector<unsigned char> content(size(), 0);
     if (bytes) std::memcpy(content.data(), bytes, std::min(n, size()));
     uffdio_copy copy{};
