@@ -2,7 +2,8 @@
 #   libkvblob-host0  the host library
 #   kvblob-dev       headers, the CMake package, the plugin version script,
 #                    the contract and vendor guide, the driver template
-#   kvblob-tools     kvblob-info, kvblob-conformance, kvblob-soak, kvblob-bench
+#   kvblob-tools     kvblob-info, kvblob-conformance, kvblob-soak, kvblob-bench,
+#                    kvblob-engine, their manual pages, the engine's example config
 #   kvblob-drivers   the bundled drivers (memory, file, redis, mooncake, null)
 #   python3-kvblob   the Python package
 # Each install() names its component (or inherits one from
@@ -41,7 +42,8 @@ set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
 set(CPACK_COMPONENT_LIB_DESCRIPTION "kvblob host library: loads kvblob store drivers for an inference engine")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "kvblob development files: ABI and host headers, CMake package, driver template, contract")
-set(CPACK_COMPONENT_TOOLS_DESCRIPTION "kvblob tools: kvblob-info, kvblob-conformance, kvblob-soak, kvblob-bench")
+set(CPACK_COMPONENT_TOOLS_DESCRIPTION
+    "kvblob tools: kvblob-info, kvblob-conformance, kvblob-soak, kvblob-bench, kvblob-engine")
 set(CPACK_COMPONENT_DRIVERS_DESCRIPTION "kvblob bundled store drivers: memory, file, redis, mooncake, null")
 set(CPACK_COMPONENT_PYTHON_DESCRIPTION "kvblob Python package")
 # Component dependencies become Depends with the exact version.
@@ -50,9 +52,12 @@ set(CPACK_COMPONENT_TOOLS_DEPENDS lib)
 set(CPACK_COMPONENT_PYTHON_DEPENDS lib)
 # Dependencies no ELF file shows: CMake for the package files, a compiler's
 # view of the headers needs nothing; the Python module needs the interpreter
-# and numpy; the host finds drivers beside itself, so the tools recommend them.
+# and numpy; the host finds drivers beside itself, so the tools and the
+# Python package (whose kvblob.load('memory') names a bundled driver)
+# recommend them.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "cmake (>= 3.22)")
 set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "python3, python3-numpy")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS kvblob-drivers)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS kvblob-drivers)
 set(CPACK_DEBIAN_DRIVERS_PACKAGE_ENHANCES "${CPACK_DEBIAN_LIB_PACKAGE_NAME}")
 include(CPack)

@@ -127,6 +127,7 @@ def main():
     root = sys.argv[1]
     files = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True, check=True).stdout.split()
     called = dict(INDIRECT)  # program -> where (or why) it is called
+    self_installed = {}  # program -> the packages the script calling it installs itself
     for f in files:
         path = os.path.join(root, f)
         if not os.path.isfile(path):
@@ -142,8 +143,12 @@ def main():
             names = cmake_commands(text)
         else:
             continue
+        own = set()
+        for m in re.finditer(r"apt-get install[^\n]*", text):
+            own.update(w for w in m.group(0).split() if re.match(r"^[a-z0-9][a-z0-9+.-]+$", w))
         for n in names:
             called.setdefault(n, f)
+            self_installed.setdefault(n, set()).update(own)
 
     install_deps = os.path.join(root, "scripts", "install-deps")
     packages = subprocess.run([install_deps, "--print"], capture_output=True, text=True, check=True).stdout.split()
@@ -165,6 +170,8 @@ def main():
             rows.append(f"{name:<18} {package:<24} installed by scripts/install-deps")
         elif in_minimal_base(package):
             rows.append(f"{name:<18} {package:<24} in a minimal Debian 12")
+        elif package in self_installed.get(name, ()):
+            rows.append(f"{name:<18} {package:<24} installed by the script that calls it")
         else:
             problems.append(f"{name} (package {package}, called in {called[name]}) is neither installed by "
                             "scripts/install-deps nor part of a minimal Debian 12")

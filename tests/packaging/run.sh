@@ -28,6 +28,9 @@ depends "$(deb kvblob-tools)" | grep -q "libkvblob-host0 (= $version)" || fail "
 depends "$(deb kvblob-drivers)" | grep -q 'libhiredis' || fail "kvblob-drivers does not depend on hiredis (the redis driver)"
 if [ -n "$(deb python3-kvblob)" ]; then
   depends "$(deb python3-kvblob)" | grep -q "python3" || fail "python3-kvblob does not depend on python3"
+  # kvblob.load('memory'), the README's first line of Python, needs a bundled driver.
+  dpkg-deb -f "$(deb python3-kvblob)" Recommends | grep -q kvblob-drivers ||
+    fail "python3-kvblob does not recommend kvblob-drivers"
 fi
 # Each file in one package only, each package only its own kind of file.
 contents() { dpkg-deb -c "$1" | awk '{print $6}' | grep -v '/$'; }
@@ -36,6 +39,13 @@ contents "$(deb kvblob-dev)" | grep -q '/usr/include/kvblob/kvblob.h' || fail "n
 contents "$(deb kvblob-dev)" | grep -q '/usr/share/doc/kvblob/contract.md' || fail "no contract in kvblob-dev"
 contents "$(deb kvblob-dev)" | grep -q '/usr/share/kvblob/minimal_driver/minimal_driver.c' || fail "no template in kvblob-dev"
 contents "$(deb kvblob-drivers)" | grep -q '/usr/lib/kvblob/libkvblob_memory.so' || fail "no memory driver in kvblob-drivers"
+contents "$(deb kvblob-tools)" | grep -q '/usr/share/kvblob/examples/engine/memory.toml' ||
+  fail "no example engine config in kvblob-tools (the README runs it)"
+if command -v help2man >/dev/null; then
+  for tool in kvblob-info kvblob-conformance kvblob-soak kvblob-bench kvblob-engine; do
+    contents "$(deb kvblob-tools)" | grep -q "/usr/share/man/man1/$tool.1.gz" || fail "no manual page for $tool"
+  done
+fi
 dupes=$(for d in "$work"/packages/*.deb; do contents "$d"; done | sort | uniq -d)
 [ -z "$dupes" ] || fail "files in two packages: $dupes"
 
