@@ -49,30 +49,40 @@ class _Waker:
     """Wakes every coroutine awaiting an operation of one driver, on one
     event loop, when the driver's completion descriptor becomes readable.
 
-    It watches a duplicate of the descriptor, its own: the driver's close
-    closes the original, and a later driver may get the same number, but this
-    one stays valid until the waker lets it go (no EBADF in the loop's
-    reader, no stale registration). It is watched only while someone awaits.
-    Wakers are found by the driver's serial, never by descriptor number, so a
-    later driver's awaiters never wait on an earlier driver's descriptor."""
+    While someone awaits, it watches a duplicate of the descriptor, its own:
+    the driver's close closes the original, and a later driver may get the
+    same number, but the duplicate stays valid until the waker lets it go (no
+    EBADF in the loop's reader, no stale registration). With no one
+    awaiting it holds no descriptor. Wakers are found by the driver's
+    serial, never by descriptor number, so a later driver's awaiters never
+    wait on an earlier driver's descriptor. All but __init__ run on the
+    loop's thread; next() runs under _wakers_lock (see _next_wake)."""
 
     def __init__(self, loop, fd):
-        self._loop, self._fd, self._waiters = loop, os.dup(fd), []
+        self._loop, self._driver_fd, self._fd, self._waiters = loop, fd, -1, []
 
     def next(self):
         """A future set at the next announcement (or at once, when one is
         pending in the descriptor)."""
         future = self._loop.create_future()
         if not self._waiters:
+            self._fd = os.dup(self._driver_fd)
             self._loop.add_reader(self._fd, self._readable)
         self._waiters.append(future)
         return future
 
+    def _let_go(self):
+        if self._fd >= 0:
+            if not self._loop.is_closed():
+                self._loop.remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+
     def forget(self, future):
         if future in self._waiters:
             self._waiters.remove(future)
-            if not self._waiters and self._fd >= 0:
-                self._loop.remove_reader(self._fd)
+            if not self._waiters:
+                self._let_go()
 
     def _readable(self):
         try:
@@ -80,7 +90,7 @@ class _Waker:
         except BlockingIOError:
             pass
         waiters, self._waiters = self._waiters, []
-        self._loop.remove_reader(self._fd)
+        self._let_go()
         for future in waiters:
             if not future.done():
                 future.set_result(None)
@@ -89,11 +99,7 @@ class _Waker:
         """The driver closed: every awaiter gets error, and the descriptor is
         let go. Runs on the loop's thread (or once the loop is closed)."""
         waiters, self._waiters = self._waiters, []
-        if self._fd >= 0:
-            if not self._loop.is_closed():
-                self._loop.remove_reader(self._fd)
-            os.close(self._fd)
-            self._fd = -1
+        self._let_go()
         for future in waiters:
             if not future.done():
                 future.set_exception(error)
@@ -114,7 +120,10 @@ def _closed_error(serial):
     return error
 
 
-def _waker(loop, serial, fd):
+def _next_wake(loop, serial, fd):
+    """The waker of driver serial on loop, and a future it sets at the next
+    announcement. Under the lock close takes to mark the driver closed, so
+    the descriptor is never duplicated after close began closing it."""
     with _wakers_lock:
         if serial in _closed_serials:
             raise _closed_error(serial)
@@ -122,7 +131,7 @@ def _waker(loop, serial, fd):
         waker = by_serial.get(serial)
         if waker is None:
             waker = by_serial[serial] = _Waker(loop, fd)
-        return waker
+        return waker, waker.next()
 
 
 def _driver_closed(serial):
@@ -199,8 +208,7 @@ async def _settle(op, timeout=None):
             await asyncio.sleep(pause if left is None else min(pause, left))
             pause = min(pause * 2, 0.01)
         else:
-            waker = _waker(loop, serial, fd)
-            future = waker.next()
+            waker, future = _next_wake(loop, serial, fd)
             # Asked after the future is registered: an announcement between
             # the two is read from the descriptor and sets the future.
             if op.settled:

@@ -183,3 +183,16 @@ def test_a_later_driver_on_the_same_descriptor_number_wakes_its_awaiters():
     _ends_with_closed_error(first_outcome)
     assert results[0].status == kvblob.RowStatus.READY
     assert errors == []
+
+
+def test_a_waker_holds_no_descriptor_once_nobody_awaits():
+    # Each waker watches a duplicate of the driver's descriptor while someone
+    # awaits; loop after loop, awaiting and timing out leaves none behind.
+    buf = bytearray(4096)
+    with spy().open({"access": "manual", "notify": "1"}) as driver:
+        region = driver.register(buf)
+        op = driver.get([("k", region, 0, 64)])
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(20):
+            assert asyncio.run(op.settle(timeout=0.001)) is False
+        assert len(os.listdir("/proc/self/fd")) == before
