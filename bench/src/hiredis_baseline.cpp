@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -30,15 +31,61 @@ struct ReplyDeleter {
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
+// The driver's own login (options username, password and database, or the
+// URL's userinfo), so the baseline reaches a server that requires one.
+struct Login {
+    std::string user, password;
+    std::string database = "0";
+};
+
+std::string percent_decoded(const std::string &text)
+{
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+            std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+            out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+            i += 2;
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+// AUTH and SELECT as the driver sends them; the error never repeats the
+// password.
+void log_in(redisContext *ctx, const Login &login)
+{
+    const auto command = [&](std::vector<std::string> argv, const std::string &label) {
+        std::vector<const char *> args;
+        std::vector<size_t> lengths;
+        for (const auto &a : argv) args.push_back(a.data()), lengths.push_back(a.size());
+        ReplyPtr reply(static_cast<redisReply *>(
+            redisCommandArgv(ctx, static_cast<int>(args.size()), args.data(), lengths.data())));
+        if (!reply || reply->type == REDIS_REPLY_ERROR)
+            throw std::runtime_error("hiredis baseline: " + label + " refused" +
+                                     (reply ? std::string(": ") + std::string(reply->str, reply->len) : std::string()));
+    };
+    if (!login.password.empty()) {
+        std::vector<std::string> auth{"AUTH"};
+        if (!login.user.empty()) auth.push_back(login.user);
+        auth.push_back(login.password);
+        command(auth, "AUTH");
+    }
+    if (login.database != "0") command({"SELECT", login.database}, "SELECT " + login.database);
+}
+
 class HiredisLane : public Lane {
 public:
-    HiredisLane(const Point &p, const std::string &host, int port, unsigned lane)
+    HiredisLane(const Point &p, const std::string &host, int port, const Login &login, unsigned lane)
         : p_(p), buf_(p.size * p.batch)
     {
         ctx_.reset(redisConnect(host.c_str(), port));
         if (!ctx_ || ctx_->err)
             throw std::runtime_error("hiredis baseline: cannot connect to " + host + ":" + std::to_string(port) +
                                      (ctx_ ? std::string(": ") + ctx_->errstr : std::string()));
+        log_in(ctx_.get(), login);
         fill_pattern(buf_.data(), buf_.size(), lane + 1);
         for (uint64_t r = 0; r < p.batch; ++r)
             keys_.push_back("kvblob-bench-baseline/" + std::to_string(::getpid()) + "/" + std::to_string(lane) + "/" +
@@ -120,21 +167,37 @@ std::optional<Baseline> hiredis_baseline(const Options &options, std::string &wh
         if (k == "url") urls.push_back(v);
     const std::string url = urls.empty() ? "redis://127.0.0.1:6379" : urls.front();
     const std::string prefix = "redis://";
-    const auto colon = url.rfind(':');
-    if (url.rfind(prefix, 0) != 0 || colon == std::string::npos || colon < prefix.size()) {
-        why_none = "the hiredis baseline cannot read url '" + url + "'";
+    Login login;
+    std::string authority = url.rfind(prefix, 0) == 0 ? url.substr(prefix.size()) : std::string();
+    if (const auto at = authority.rfind('@'); at != std::string::npos) {
+        const std::string userinfo = authority.substr(0, at);
+        authority = authority.substr(at + 1);
+        const auto colon = userinfo.find(':');
+        login.user = percent_decoded(userinfo.substr(0, colon));
+        if (colon != std::string::npos) login.password = percent_decoded(userinfo.substr(colon + 1));
+    }
+    while (!authority.empty() && authority.back() == '/') authority.pop_back();
+    const auto colon = authority.rfind(':');
+    if (url.rfind(prefix, 0) != 0 || colon == std::string::npos || colon == 0) {
+        why_none = "the hiredis baseline cannot read option 'url' (not redis://[USER:PASSWORD@]HOST:PORT)";
         return std::nullopt;
     }
-    const std::string host = url.substr(prefix.size(), colon - prefix.size());
-    const int port = std::atoi(url.c_str() + colon + 1);
+    const std::string host = authority.substr(0, colon);
+    const int port = std::atoi(authority.c_str() + colon + 1);
+    // The options win over the URL, as in the driver.
+    for (const auto &[k, v] : options) {
+        if (k == "username" && !v.empty()) login.user = v;
+        if (k == "password" && !v.empty()) login.password = v;
+        if (k == "database") login.database = v;
+    }
     for (const auto &[k, v] : options)
         if (k == "cluster" && v == "on") {
             why_none = "the hiredis baseline speaks to one node, not a cluster";
             return std::nullopt;
         }
     return Baseline{"hiredis", [](BenchOp) { return true; },
-                    [host, port](const Point &p, unsigned lane) {
-                        return std::make_unique<HiredisLane>(p, host, port, lane);
+                    [host, port, login](const Point &p, unsigned lane) {
+                        return std::make_unique<HiredisLane>(p, host, port, login, lane);
                     }};
 }
 

@@ -151,7 +151,9 @@ int main(int argc, char **argv)
     info.driver_name = plugin->name();
     info.driver_version = plugin->version();
     info.driver_path = plugin->path().string();
-    info.options = flags.options;
+    // As shown: a secret option's value (or a password in a URL) is never
+    // printed, in the header or in --json.
+    for (const auto &[key, value] : plugin->redacted(*options)) info.options.push_back(key + "=" + value);
     info.duration_s = duration;
     info.byte_budget = budget.bytes;
     info.statistic = statistic_text;

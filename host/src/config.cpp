@@ -6,16 +6,20 @@
 #include <set>
 #include <vector>
 
+#include "config_text.hpp"
 #include "kvblob/host/discovery.hpp"
+#include "kvblob/host/printable.hpp"
 
 namespace kvblob {
 
 namespace fs = std::filesystem;
 
 ConfigError::ConfigError(fs::path file, unsigned line, unsigned column, const std::string &what)
-    : std::runtime_error("kvblob: config " + file.string() +
+    // Escaped (printable.hpp): the path and what the file says reach a
+    // terminal, and a file may hold escape sequences.
+    : std::runtime_error("kvblob: config " + printable(file.string()) +
                          (line ? ":" + std::to_string(line) + ":" + std::to_string(column) : std::string()) + ": " +
-                         what),
+                         printable(what)),
       file_(std::move(file)),
       line_(line),
       column_(column)
@@ -38,9 +42,19 @@ void only_keys(const fs::path &file, const toml::table &table, const std::set<st
             fail(file, key.source(), "unknown key '" + std::string(key.str()) + "' in " + where);
 }
 
+// A string the driver or the loader receives as C text: a NUL in it would
+// silently cut it short (path = "a.so\u0000b" would load a.so).
+const std::string &whole_text(const fs::path &file, const toml::source_region &where, const std::string &text,
+                              const std::string &what)
+{
+    if (text.find('\0') != std::string::npos)
+        fail(file, where, what + " holds a NUL character (\\u0000), which would cut it short: refused");
+    return text;
+}
+
 std::string scalar_text(const fs::path &file, const std::string &name, const toml::node &node)
 {
-    if (auto s = node.as_string()) return s->get();
+    if (auto s = node.as_string()) return whole_text(file, node.source(), s->get(), "option '" + name + "'");
     if (auto i = node.as_integer()) return std::to_string(i->get());
     if (auto b = node.as_boolean()) return b->get() ? "true" : "false";
     fail(file, node.source(), "option '" + name + "' must be a string, an integer or a boolean");
@@ -50,11 +64,11 @@ std::string scalar_text(const fs::path &file, const std::string &name, const tom
 
 DriverConfig read_driver_config(const fs::path &file)
 {
-    std::error_code ec;
-    if (!fs::is_regular_file(file, ec)) throw ConfigError(file, 0, 0, "no such file");
+    const std::string text = read_config_text(file);
+    prescan_config(file, text);
     toml::table root;
     try {
-        root = toml::parse_file(file.string());
+        root = toml::parse(text, file.string());
     } catch (const toml::parse_error &e) {
         fail(file, e.source(), std::string(e.description()));
     }
@@ -72,7 +86,7 @@ DriverConfig read_driver_config(const fs::path &file)
     const auto *which = name ? name : path;
     if (!which->is_string() || which->as_string()->get().empty())
         fail(file, which->source(), std::string(name ? "name" : "path") + " must be a non-empty string");
-    config.driver = which->as_string()->get();
+    config.driver = whole_text(file, which->source(), which->as_string()->get(), name ? "name" : "path");
     // name is looked up in the driver folders; a file goes in path, which is
     // resolved against this file. Taking "../x.so" as a name would load
     // whatever the search finds, relative to the engine's working directory.
@@ -89,7 +103,7 @@ DriverConfig read_driver_config(const fs::path &file)
         if (!dirs) fail(file, search->source(), "search_path must be an array of folder names");
         for (const auto &dir : *dirs) {
             if (!dir.is_string()) fail(file, dir.source(), "search_path entries must be strings");
-            fs::path p = dir.as_string()->get();
+            fs::path p = whole_text(file, dir.source(), dir.as_string()->get(), "a search_path entry");
             config.search_path.push_back(p.is_relative() ? (config.file.parent_path() / p).lexically_normal() : p);
         }
     }
@@ -115,7 +129,8 @@ DriverConfig read_driver_config(const fs::path &file)
             return x.line != y.line ? x.line < y.line : x.column < y.column;
         });
         for (const auto &[key, value] : entries) {
-            const std::string k(key->str());
+            const std::string k =
+                whole_text(file, key->source(), std::string(key->str()), "an option's name in [driver.options]");
             config.options.emplace_back(k, scalar_text(file, k, *value));
             config.option_positions.push_back({value->source().begin.line, value->source().begin.column});
         }

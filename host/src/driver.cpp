@@ -111,7 +111,10 @@ DriverCore::DriverCore(std::shared_ptr<Library> lib, const kvblob_plugin_t *t, s
 
 DriverCore::~DriverCore()
 {
-    if (handle) shutdown(default_shutdown_timeout);
+    // After a shutdown that could not close (close(timeout) past its
+    // timeout), only a look without waiting: the caller's timeout bounds
+    // close, and the destructor must not wait a second time.
+    if (handle) shutdown(shutdown_failed_ ? std::chrono::nanoseconds(0) : asked_timeout_.value_or(default_shutdown_timeout));
     // A driver still open may log through what it was lent at open: keep it,
     // and the driver itself, for the life of the process.
     if (handle) {
@@ -244,6 +247,12 @@ kvblob_status DriverCore::bounded_drain(std::chrono::nanoseconds timeout)
     return KVBLOB_E_TIMEOUT;
 }
 
+void DriverCore::defer_shutdown(std::chrono::nanoseconds timeout)
+{
+    Locked locked(*this);
+    asked_timeout_ = timeout;
+}
+
 kvblob_status DriverCore::shutdown(std::chrono::nanoseconds timeout)
 {
     Locked locked(*this);
@@ -261,6 +270,7 @@ kvblob_status DriverCore::shutdown(std::chrono::nanoseconds timeout)
                                   std::to_string(parked_.size()) + " operation(s) and " +
                                   std::to_string(pinned_.size()) +
                                   " region(s) stay alive for the life of the process");
+        shutdown_failed_ = true;
         return st;
     }
     closed_ = true;
@@ -713,6 +723,7 @@ kvblob_status Driver::shutdown(std::chrono::nanoseconds timeout)
 {
     if (core_.use_count() > 1) {
         core_->note(KVBLOB_LOG_WARN, "shutdown deferred: regions or operations are still held by the caller");
+        core_->defer_shutdown(timeout);
         return KVBLOB_E_BUSY;
     }
     return core_->shutdown(timeout);

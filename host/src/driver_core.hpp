@@ -40,6 +40,10 @@ public:
     void adopt(kvblob_driver_t *handle, const kvblob_caps_t &caps);
     void note(kvblob_log_level level, const std::string &message) const;
     kvblob_status shutdown(std::chrono::nanoseconds timeout);
+    // The caller asked for a shutdown while it still holds regions or
+    // operations: the one that runs when the last holder lets go keeps this
+    // timeout, not the default.
+    void defer_shutdown(std::chrono::nanoseconds timeout);
 
     // ---- enforced calls (each refuses before dispatch where the host can) ----
     kvblob_region_t *register_region(const kvblob_region_desc_t &desc);  // throws CallError
@@ -172,6 +176,12 @@ private:
     std::atomic<bool> thrown_pending_{false};
     std::atomic<bool> drain_blocked_{false};  // a drain never returned: never call it again
     bool closed_ = false;
+    // The timeout of the caller's last shutdown: one deferred (its regions or
+    // operations still held) runs with it when the last holder lets go.
+    std::optional<std::chrono::nanoseconds> asked_timeout_;
+    // A shutdown ran and could not close: the destructor only looks again,
+    // without waiting, so close(timeout) is never followed by a second wait.
+    bool shutdown_failed_ = false;
 };
 
 }  // namespace kvblob

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "kvblob/host/printable.hpp"
+
 namespace kvblob {
 
 const char *to_string(LoadStage stage)
@@ -22,9 +24,11 @@ std::string describe(const std::string &file, LoadStage stage,
                      const std::vector<LoadProblem> &problems, const std::string &dlerror_text)
 {
     std::ostringstream out;
-    out << "kvblob: refused plugin '" << file << "' at stage " << to_string(stage) << ":";
-    for (const auto &p : problems) out << "\n  [" << p.rule << "] " << p.reason;
-    if (!dlerror_text.empty()) out << "\n  dlerror: " << dlerror_text;
+    // Escaped (printable.hpp): a file name, a driver's message or a config
+    // file's text may hold escape sequences meant for the reader's terminal.
+    out << "kvblob: refused plugin '" << printable(file) << "' at stage " << to_string(stage) << ":";
+    for (const auto &p : problems) out << "\n  [" << printable(p.rule) << "] " << printable(p.reason);
+    if (!dlerror_text.empty()) out << "\n  dlerror: " << printable(dlerror_text);
     return out.str();
 }
 

@@ -408,6 +408,18 @@ Options Plugin::redacted(const Options &options) const
     return out;
 }
 
+std::vector<std::string> Plugin::secrets_in(const Options &options) const
+{
+    std::vector<std::string> out;
+    for (const auto &[key, value] : options) {
+        if (secret_option(key) && !value.empty()) out.push_back(value);
+        for (auto &c : credentials_in(value)) out.push_back(std::move(c));
+    }
+    // Longest first: a secret that holds another is replaced whole.
+    std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return a.size() > b.size(); });
+    return out;
+}
+
 std::vector<kvblob_option_desc_t> Plugin::options() const
 {
     if (!table_->options) return {};
@@ -423,8 +435,15 @@ Driver Plugin::open(const Options &options, LogSink log, NotifySink observe) con
     for (const auto &[key, value] : options)
         raw.push_back({sizeof(kvblob_option_t), 0, key.c_str(), value.c_str()});
 
-    auto core = std::make_shared<DriverCore>(library_, table_, name(), log ? std::move(log) : stderr_log_sink(name()),
-                                             abi_version_, std::move(observe));
+    // What the driver says is read with its secrets taken out: a driver may
+    // repeat a URL with a password in it, in a refusal or a log line.
+    const auto secrets = secrets_in(options);
+    LogSink sink = log ? std::move(log) : stderr_log_sink(name());
+    if (!secrets.empty())
+        sink = [secrets, inner = std::move(sink)](kvblob_log_level level, const std::string &message) {
+            inner(level, without_secrets(message, secrets));
+        };
+    auto core = std::make_shared<DriverCore>(library_, table_, name(), std::move(sink), abi_version_, std::move(observe));
     kvblob_open_args_t args{};
     args.struct_size = sizeof args;
     args.abi_version = abi_version_;
@@ -443,7 +462,7 @@ Driver Plugin::open(const Options &options, LogSink log, NotifySink observe) con
     if (st != KVBLOB_OK || !handle) {
         std::string reason = std::string("open answered ") + kvblob_status_name(st);
         if (st == KVBLOB_OK) reason += " with a NULL driver";
-        reason += err[0] ? std::string(": ") + err : std::string(" without a message");
+        reason += err[0] ? std::string(": ") + without_secrets(err, secrets) : std::string(" without a message");
         refuse(file, LoadStage::init, {{st == KVBLOB_E_BAD_OPTION ? "R-OPN-1" : "R-LOAD-9", reason}});
     }
     if (abi_version_ < KVBLOB_ABI_1_1) caps.access_end_bound_ns = 0;  // not a 1.0 member

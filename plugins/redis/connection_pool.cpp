@@ -61,8 +61,8 @@ ContextPtr ConnectionPool::connect(const Endpoint &node, std::string &error, Fai
         if (!settings_.username.empty()) auth.push_back(settings_.username);
         auth.push_back(settings_.password);
         const std::string label = settings_.username.empty()
-                                      ? std::string("AUTH (option 'password')")
-                                      : "AUTH as user '" + settings_.username + "' (options 'username' and 'password')";
+                                      ? "AUTH (" + settings_.login_source + ")"
+                                      : "AUTH as user '" + settings_.username + "' (" + settings_.login_source + ")";
         if (!step(auth, label)) return nullptr;
     }
     if (settings_.database != 0 &&

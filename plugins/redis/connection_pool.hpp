@@ -25,6 +25,9 @@ namespace kvblob::redis {
 
 struct ConnectSettings {
     std::string username, password;
+    // Where the login came from, for messages: the options, or the URL's
+    // userinfo (whose password no message repeats either).
+    std::string login_source = "options 'username' and 'password'";
     int database = 0;
     std::chrono::milliseconds connect_timeout{2000}, command_timeout{5000};
     unsigned per_node = 2;

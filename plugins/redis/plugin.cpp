@@ -12,7 +12,7 @@ namespace {
 
 constexpr std::array<kvblob_option_desc_t, 10> own_options = {{
     option(KVBLOB_OPTION_STRING, "url", "redis://127.0.0.1:6379", nullptr,
-           "The server, or a comma-separated seed list of cluster nodes: redis://HOST:PORT[,redis://HOST:PORT...]"),
+           "The server, or a comma-separated seed list of cluster nodes: redis://[USER:PASSWORD@]HOST:PORT[,...]; a login here is used unless username/password give one. Never repeated in a message."),
     option(KVBLOB_OPTION_CHOICE, "cluster", "auto", "auto|on|off",
            "auto: a Redis Cluster when the server says it is one; on: require a cluster; off: one server."),
     option(KVBLOB_OPTION_STRING, "username", "", nullptr, "ACL user name (AUTH username password)."),

@@ -7,7 +7,9 @@
 #include <kvblob/support/plugin_glue.hpp>
 #include <kvblob/support/trailer.hpp>
 
+#include <cctype>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 namespace kvblob::redis {
@@ -26,28 +28,73 @@ constexpr size_t send_chunk = 1 << 20;
 constexpr int max_redirects = 5;
 constexpr uint64_t max_value_bytes = 512ull << 20;
 
-std::vector<Endpoint> parse_urls(const std::string &text)
+// The URL as it may be shown: a password in its userinfo replaced.
+std::string shown_url(const std::string &item)
+{
+    const auto scheme = item.find("://");
+    const size_t from = scheme == std::string::npos ? 0 : scheme + 3;
+    const auto at = item.rfind('@');
+    if (at == std::string::npos || at < from) return item;
+    const auto colon = item.find(':', from);
+    if (colon == std::string::npos || colon > at) return item;  // a user name alone
+    return item.substr(0, colon + 1) + "<redacted>" + item.substr(at);
+}
+
+std::string percent_decoded(const std::string &text)
+{
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+            std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+            out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+            i += 2;
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+// The servers of option 'url', and the login its userinfo gives
+// (redis://[USER[:PASSWORD]@]HOST:PORT, percent-encoded): the same for every
+// seed, or given once. No message repeats a password (shown_url).
+std::vector<Endpoint> parse_urls(const std::string &text, std::optional<std::string> &user,
+                                 std::optional<std::string> &password)
 {
     std::vector<Endpoint> out;
     std::stringstream in(text);
     std::string item;
     while (std::getline(in, item, ',')) {
+        const std::string shown = shown_url(item);
         std::string rest = item;
         if (rest.rfind("redis://", 0) == 0) rest = rest.substr(8);
         while (!rest.empty() && rest.back() == '/') rest.pop_back();
+        if (const auto at = rest.rfind('@'); at != std::string::npos) {
+            const std::string userinfo = rest.substr(0, at);
+            rest = rest.substr(at + 1);
+            const auto colon = userinfo.find(':');
+            std::optional<std::string> u = percent_decoded(userinfo.substr(0, colon)), p;
+            if (u->empty()) u.reset();
+            if (colon != std::string::npos) p = percent_decoded(userinfo.substr(colon + 1));
+            if ((user && u != user) || (password && p != password) || (!out.empty() && (!user != !u || !password != !p)))
+                throw support::OptionError("option 'url': '" + shown + "' gives another login than the seed before it");
+            user = u, password = p;
+        } else if (user || password) {
+            throw support::OptionError("option 'url': '" + shown + "' gives no login where the seed before it did");
+        }
         const auto colon = rest.rfind(':');
         Endpoint e{rest.substr(0, colon), 6379};
         if (colon != std::string::npos) {
             try {
                 size_t used = 0;
                 e.port = std::stoi(rest.substr(colon + 1), &used);
-                if (used != rest.size() - colon - 1) throw std::invalid_argument(item);
+                if (used != rest.size() - colon - 1) throw std::invalid_argument(shown);
             } catch (const std::exception &) {
-                throw support::OptionError("option 'url': '" + item + "' is not redis://HOST:PORT");
+                throw support::OptionError("option 'url': '" + shown + "' is not redis://[USER:PASSWORD@]HOST:PORT");
             }
         }
         if (e.host.empty() || e.port <= 0 || e.port > 65535)
-            throw support::OptionError("option 'url': '" + item + "' is not redis://HOST:PORT");
+            throw support::OptionError("option 'url': '" + shown + "' is not redis://[USER:PASSWORD@]HOST:PORT");
         out.push_back(e);
     }
     if (out.empty()) throw support::OptionError("option 'url' names no server");
@@ -93,11 +140,22 @@ std::unique_ptr<RedisDriver> RedisDriver::open(const kvblob_open_args_t &args, k
 {
     support::ParsedOptions o(redis_options, args);
     Settings s;
-    s.seeds = parse_urls(o.text("url"));
+    std::optional<std::string> url_user, url_password;
+    s.seeds = parse_urls(o.text("url"), url_user, url_password);
     s.prefix = o.text("prefix");
     ConnectSettings c;
     c.username = o.text("username");
     c.password = o.text("password");
+    // A login in the URL's userinfo, unless the options give one: both at
+    // once must agree (neither is repeated in the message).
+    if (url_user && !c.username.empty() && *url_user != c.username)
+        throw support::OptionError("option 'url' names another user than option 'username'");
+    if (url_password && !c.password.empty() && *url_password != c.password)
+        throw support::OptionError("option 'url' gives another password than option 'password'");
+    if (url_user) c.username = *url_user;
+    if (url_password) c.password = *url_password;
+    if (url_user || url_password) c.login_source = "the userinfo of option 'url'";
+    else if (c.username.empty()) c.login_source = "option 'password'";
     const int64_t db = o.integer("database");
     if (db < 0) throw support::OptionError("option 'database' must not be negative");
     c.database = static_cast<int>(db);

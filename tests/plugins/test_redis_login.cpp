@@ -4,7 +4,10 @@
 // never taken for a healthy store; no message ever carries a password.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -118,4 +121,36 @@ TEST_CASE("redis login: only 'cluster support disabled' means one server, any ot
     kvblob::Options off = limited;
     off.emplace_back("cluster", "off");
     CHECK(open_message(off) == "");
+}
+
+TEST_CASE("redis login: a URL's userinfo logs in, and no refusal repeats its password")
+{
+    const auto l = login();
+    if (!l) {
+        MESSAGE("skipped: needs a server with a login (run through tests/redis/with_redis.sh auth)");
+        return;
+    }
+    const std::string hostport = l->url.substr(std::string("redis://").size());
+    // The ACL user by name, and the default user by password alone.
+    CHECK(open_message({{"url", "redis://" + l->user + ":" + l->user_password + "@" + hostport}}) == "");
+    CHECK(open_message({{"url", "redis://:" + l->password + "@" + hostport}}) == "");
+    // Percent-encoded, as a URL may carry it.
+    std::string encoded;
+    for (char c : l->user_password) encoded += "%" + std::string(1, "0123456789ABCDEF"[(c >> 4) & 15]) + "0123456789ABCDEF"[c & 15];
+    CHECK(open_message({{"url", "redis://" + l->user + ":" + encoded + "@" + hostport}}) == "");
+    // Refused: a wrong password, a server that is not there, a malformed
+    // URL, and a URL that disagrees with option 'password'. It once connected
+    // to the host "user:password@127.0.0.1" and said so.
+    const std::string secret = "wrong-url-secret-" + std::to_string(::getpid());
+    for (const auto &options : std::vector<kvblob::Options>{
+             {{"url", "redis://" + l->user + ":" + secret + "@" + hostport}},
+             {{"url", "redis://" + l->user + ":" + secret + "@127.0.0.1:1"}, {"connect_timeout_ms", "2000"}},
+             {{"url", "redis://" + l->user + ":" + secret + "@127.0.0.1:notaport"}},
+             {{"url", "redis://" + l->user + ":" + secret + "@" + hostport}, {"password", l->user_password}},
+         }) {
+        const std::string m = open_message(options);
+        CHECK_MESSAGE(!m.empty(), "opened with " << options.front().second.size() << " bytes of url");
+        CHECK_MESSAGE(!has(m, secret), m);
+        CHECK_MESSAGE(!has(m, l->user_password), m);
+    }
 }

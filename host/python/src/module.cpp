@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 
 #include <chrono>
 #include <cmath>
@@ -368,6 +369,9 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
     // lives every call asks the host, which holds the first final answer for
     // good (R-ROW-1) and notes a driver that changes it in the row's message.
     std::vector<kvblob::RowStatus> last_final;
+    // Which driver admitted it (PyDriver::serial): asyncio's waker is the
+    // driver's, not its descriptor number's, which a later driver may reuse.
+    uint64_t driver_serial = 0;
 
     // The operation, unless it was released or its driver closed.
     Operation &live()
@@ -483,6 +487,14 @@ std::string MessageBook::read(uint64_t row)
 
 struct PyDriver {
     std::unique_ptr<Driver> driver;
+    // Unique in the process, never reused (unlike a descriptor number): names
+    // this driver to asyncio's wakers (kvblob/__init__.py), also once closed.
+    const uint64_t serial = next_serial();
+    static uint64_t next_serial()
+    {
+        static std::atomic<uint64_t> last{0};
+        return ++last;
+    }
     // What this driver handed out, so that close can end it all first: a
     // with-block closes its driver even while Python still holds regions
     // and operations.
@@ -553,6 +565,7 @@ struct PyDriver {
     std::shared_ptr<PyOperation> submit(OpKind kind, const py::iterable &rows)
     {
         auto op = std::make_shared<PyOperation>();
+        op->driver_serial = serial;
         const bool moves_bytes = kind == OpKind::put || kind == OpKind::get;
         const char *shape = moves_bytes ? "(key, region, offset, length) or (key, [(region, offset, length), ...])"
                                         : "a key (bytes or str)";
@@ -859,6 +872,7 @@ PYBIND11_MODULE(_kvblob, m)
             return std::string(kvblob_status_name(op.cancel()));
         })
         .def("release", [](PyOperation &o) { return std::string(kvblob_status_name(o.release())); })
+        .def_property_readonly("_driver_serial", [](const PyOperation &o) { return o.driver_serial; })
         .def("__len__", [](const PyOperation &o) { return o.op.row_count(); });
 
     py::class_<PyDriver, std::shared_ptr<PyDriver>>(m, "Driver")
@@ -883,9 +897,11 @@ PYBIND11_MODULE(_kvblob, m)
             py::gil_scoped_release nogil;
             return std::string(kvblob_status_name(drv.drain(ms)));
         }, py::arg("timeout") = py::none())
-        .def("close", &PyDriver::close, py::arg("timeout") = py::none())
-        .def("__enter__", [](std::shared_ptr<PyDriver> d) { return d; })
-        .def("__exit__", [](PyDriver &d, py::args) { d.close(std::nullopt); });
+        .def_property_readonly("_serial", [](const PyDriver &d) { return d.serial; })
+        // Wrapped in kvblob/__init__.py (close, __exit__), which also ends
+        // every asyncio task awaiting one of the driver's operations.
+        .def("_close", &PyDriver::close, py::arg("timeout") = py::none())
+        .def("__enter__", [](std::shared_ptr<PyDriver> d) { return d; });
 
     py::class_<PyPlugin, std::shared_ptr<PyPlugin>>(m, "Plugin")
         .def_property_readonly("name", [](const PyPlugin &p) { return p.plugin->name(); })

@@ -84,3 +84,115 @@ def test_results_read_each_message_only_when_asked():
         assert op.release() == "KVBLOB_OK"
         assert again[0].message.startswith("driver")  or "R-ROW-1" in again[0].message
         assert first[0].status == kvblob.RowStatus.READY
+
+
+# ---- closing a driver while tasks await its operations (issue 30) ----------
+
+def _ends_with_closed_error(outcomes):
+    """Every outcome is the CallError close gives an awaiter (R-OPS-1)."""
+    for outcome in outcomes:
+        assert isinstance(outcome, kvblob.CallError), repr(outcome)
+        assert outcome.rule == "R-OPS-1"
+        assert "closed" in str(outcome)
+
+
+def _loop_errors(loop):
+    """What the loop would log (a reader's OSError, a callback that raised)."""
+    seen = []
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    return seen
+
+
+def test_close_ends_every_task_awaiting_its_operations():
+    # Controlled mode: nothing moves until a test says, so all 100 wait on the
+    # driver's descriptor when close comes (a plain close, on the loop).
+    buf = bytearray(100 * 64)
+    driver = kvblob.load("memory").open({"mode": "controlled", "store": "pytest-close-100"})
+    assert driver.completion_fd >= 0
+    region = driver.register(buf)
+    ops = [driver.get([(f"k{i}", region, i * 64, 64)]) for i in range(100)]
+
+    async def run():
+        errors = _loop_errors(asyncio.get_running_loop())
+        tasks = [asyncio.ensure_future(op.settle()) for op in ops[:50]]
+        tasks += [asyncio.ensure_future(_awaited(op)) for op in ops[50:]]
+        await asyncio.sleep(0)  # one turn: each task reaches its await
+        assert not any(t.done() for t in tasks)
+        assert driver.close() == "KVBLOB_OK"
+        # A bound for a failure only (they used to stay pending for good).
+        outcomes = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
+        # One awaiting after the close gets the same answer at once.
+        late = await asyncio.gather(ops[0].settle(), return_exceptions=True)
+        return outcomes, late, errors
+
+    outcomes, late, errors = asyncio.run(run())
+    _ends_with_closed_error(outcomes)
+    assert isinstance(late[0], kvblob.CallError) and late[0].rule == "R-OPS-1"
+    assert errors == []
+
+
+async def _awaited(op):
+    return await op
+
+
+def test_close_with_a_timeout_on_another_thread_leaves_the_loop_clean():
+    # The spy keeps access open (access=manual), so close(0.5) cannot close:
+    # it answers past its timeout while the awaiters' loop runs on.
+    buf = bytearray(4096)
+    driver = spy().open({"access": "manual", "notify": "1"})
+    region = driver.register(buf)
+    ops = [driver.get([(f"k{i}", region, i * 64, 64)]) for i in range(8)]
+
+    async def run():
+        loop = asyncio.get_running_loop()
+        errors = _loop_errors(loop)
+        tasks = [asyncio.ensure_future(op.settle()) for op in ops]
+        await asyncio.sleep(0)
+        assert not any(t.done() for t in tasks)
+        status = await loop.run_in_executor(None, driver.close, 0.5)
+        outcomes = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
+        return status, outcomes, errors
+
+    status, outcomes, errors = asyncio.run(run())
+    assert status != "KVBLOB_OK"  # access still open: the driver stays alive
+    _ends_with_closed_error(outcomes)
+    assert errors == []
+
+
+def test_a_later_driver_on_the_same_descriptor_number_wakes_its_awaiters():
+    buf = bytearray(4096)
+    buf[:64] = bytes(range(64))
+
+    async def run():
+        errors = _loop_errors(asyncio.get_running_loop())
+        first = kvblob.load("memory").open({"mode": "controlled", "store": "pytest-reuse-a"})
+        fd = first.completion_fd
+        op = first.get([("k", first.register(buf), 0, 64)])
+        task = asyncio.ensure_future(op.settle())
+        await asyncio.sleep(0)
+        assert first.close() == "KVBLOB_OK"  # its descriptor is closed: the number is free
+        first_outcome = await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 60)
+        with kvblob.load("memory").open({"mode": "background", "store": "pytest-reuse-b",
+                                                 "access_delay_ms": "300"}) as second:
+            assert second.completion_fd == fd  # the case this test is about
+            put = second.put([("k", second.register(buf), 0, 64)])
+            results = await asyncio.wait_for(put, 60)
+        return first_outcome, results, errors
+
+    first_outcome, results, errors = asyncio.run(run())
+    _ends_with_closed_error(first_outcome)
+    assert results[0].status == kvblob.RowStatus.READY
+    assert errors == []
+
+
+def test_a_waker_holds_no_descriptor_once_nobody_awaits():
+    # Each waker watches a duplicate of the driver's descriptor while someone
+    # awaits; loop after loop, awaiting and timing out leaves none behind.
+    buf = bytearray(4096)
+    with spy().open({"access": "manual", "notify": "1"}) as driver:
+        region = driver.register(buf)
+        op = driver.get([("k", region, 0, 64)])
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(20):
+            assert asyncio.run(op.settle(timeout=0.001)) is False
+        assert len(os.listdir("/proc/self/fd")) == before

@@ -136,3 +136,21 @@ def test_a_final_result_never_changes_and_the_message_says_the_driver_tried():
             op.poll()
         assert dead.value.rule == "R-OPS-1"
         region.close()
+
+
+def test_a_hostile_config_file_is_refused_with_its_line(tmp_path):
+    # 50,000 dotted parts once killed the interpreter (a stack overflow in the
+    # TOML parser); a FIFO was "no such file" (and must not block).
+    config = tmp_path / "engine.toml"
+    config.write_text('[driver]\nname = "memory"\n[driver.options]\n' + ".".join(["a"] * 50000) + " = 1\n")
+    with pytest.raises(kvblob.ConfigError) as deep:
+        kvblob.load(str(config))
+    assert deep.value.line == 4 and "dotted parts" in str(deep.value)
+    config.write_text('[driver]\npath = "libkvblob_memory.so\\u0000.txt"\n')
+    with pytest.raises(kvblob.ConfigError) as nul:
+        kvblob.load(str(config))
+    assert nul.value.line == 2 and "NUL" in str(nul.value)
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(kvblob.ConfigError, match="is a FIFO"):
+        kvblob.load(str(fifo))

@@ -162,6 +162,17 @@ public:
     kvblob_status drain(std::chrono::nanoseconds timeout);
     // Drains with the given timeout, then ends everything and closes. Returns
     // the first status that stopped it (KVBLOB_OK when closed).
+    //
+    // What it waits for: the driver's drain (every call returned, every
+    // operation final and its access ended), for timeout; a drain slot that
+    // ignores its own timeout is waited for drain_grace (2 s) more, then left
+    // running. Nothing else waits: past the timeout it answers E_TIMEOUT (or
+    // the drain's refusal) at once, and the driver, the operations it still
+    // holds and the regions they name stay alive for the life of the process
+    // (never freed, the caller's memory pinned), and letting go of this
+    // Driver afterwards only looks again without waiting. While the caller
+    // still holds regions or operations, it answers E_BUSY and the shutdown
+    // runs, with this timeout, when the last of them is let go.
     kvblob_status shutdown(std::chrono::nanoseconds timeout);
 
 private:

@@ -54,6 +54,17 @@ bool looks_secret(std::string_view option_name);
 // or pwd= (a DSN, a URL's query). Such values are redacted too.
 bool holds_credentials(std::string_view value);
 
+// The secrets an option's value carries in itself: each URL's userinfo
+// password (as written and percent-decoded), and an inline password=.
+std::vector<std::string> credentials_in(std::string_view value);
+
+// text with every occurrence of each secret replaced by redacted_value: for
+// messages a driver wrote, which may repeat what it was given (a URL in a
+// connect error). Secrets shorter than min_scrubbed_secret are left, so a
+// one-letter value does not blank a message out.
+inline constexpr size_t min_scrubbed_secret = 4;
+std::string without_secrets(std::string text, const std::vector<std::string> &secrets);
+
 class Plugin {
 public:
     // Loads spec (a path, or a short name such as "memory") through the
@@ -75,6 +86,10 @@ public:
     bool secret_option(std::string_view name) const;
     // options with every secret value replaced by redacted_value.
     Options redacted(const Options &options) const;
+    // The secrets options hold: every secret option's value, and what
+    // credentials_in finds in any value. The host removes them from the
+    // driver's open refusal and its log lines (without_secrets).
+    std::vector<std::string> secrets_in(const Options &options) const;
 
     // Opens a driver (stage init). Throws LoadError when open fails
     // (R-LOAD-9, R-OPN-1) or declares malformed capabilities (R-LOAD-8).
