@@ -386,6 +386,7 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     plugin.path_ = file;
     plugin.table_ = &t;
     plugin.abi_version_ = n.chosen_abi_version;
+    plugin.lend_notify_ = options.lend_notify;
     return plugin;
 }
 
@@ -424,7 +425,7 @@ Driver Plugin::open(const Options &options, LogSink log, NotifySink observe) con
         raw.push_back({sizeof(kvblob_option_t), 0, key.c_str(), value.c_str()});
 
     auto core = std::make_shared<DriverCore>(library_, table_, name(), log ? std::move(log) : stderr_log_sink(name()),
-                                             abi_version_, std::move(observe));
+                                             abi_version_, std::move(observe), lend_notify_);
     kvblob_open_args_t args{};
     args.struct_size = sizeof args;
     args.abi_version = abi_version_;
