@@ -477,6 +477,17 @@ void MemoryDriver::refused_midway(Op &base, uint64_t refused_at)
             if (op.outcomes[i].staged) store_->commit(op.rows[i].key, std::move(op.outcomes[i].staged));
         }
         if (op.kind == OpKind::remove && KVBLOB_BREAKS("m.adm9.remove-removes-checked-rows")) transfer_remove(op, i);
+        // Leftovers that read as something other than absence (R-ADM-9: "as
+        // if nothing happened"), which a check accepting any non-READY answer missed.
+        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-reservation"))
+            (void)store_->reserve(op.rows[i].key, op.rows[i].total + trailer_size);  // never committed nor abandoned
+        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-corrupt-object")) {
+            transfer_put(op, i);
+            if (op.outcomes[i].staged) store_->commit(op.rows[i].key, std::move(op.outcomes[i].staged));
+            (void)store_->corrupt(op.rows[i].key);  // a half-written object: FAULT when read
+        }
+        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-writer-claim"))
+            (void)store_->hold_for_foreign_writer(op.rows[i].key);  // the claim of a write that never comes
     }
 }
 #endif
