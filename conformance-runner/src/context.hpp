@@ -103,6 +103,11 @@ public:
     // Opens with observe seeing every announcement the driver makes
     // (KVBLOB_CAP_NOTIFY); observe must outlive the driver.
     CheckDriver open_observed(NotifySink observe) const;
+    // The plugin as this check's host loaded it (Check::host), and the
+    // options every open gets: for checks that call the table's open slot
+    // themselves (checks_versions.cpp).
+    const Plugin &plugin() const { return plugin_; }
+    const Options &options() const { return options_; }
     // The options the plugin describes in its table.
     std::vector<kvblob_option_desc_t> plugin_options() const { return plugin_.options(); }
     // Opens with extra options; false (and the loader's words) on refusal.

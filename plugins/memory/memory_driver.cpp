@@ -63,6 +63,12 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     // The bound access_delay_ms keeps (R-ACC-2); controlled mode keeps none:
     // access ends when a test says.
     if (mode != Mode::controlled) support::declare_access_bound(args, caps, access_delay);
+    // The broken builds of R-CAP-2: the whole record filled whatever its
+    // struct_size says; a 1.1 bit declared to a 1.0 host.
+    if (KVBLOB_BREAKS("open.abi-1.0") && args.abi_version < KVBLOB_ABI_1_1)
+        caps.access_end_bound_ns = static_cast<uint64_t>(std::chrono::nanoseconds(access_delay).count());
+    if (KVBLOB_BREAKS("m.cap2.bound-bit-at-1-0") && args.abi_version < KVBLOB_ABI_1_1)
+        caps.flags |= KVBLOB_CAP_ACCESS_BOUND;
     // The broken build of the battery's R-ACC-2 check: ends access 1.5 s
     // past the bound it declares.
     if (KVBLOB_BREAKS("lifetime.access-bound")) access_delay += std::chrono::milliseconds(1500);

@@ -47,7 +47,9 @@ DriverBase::DriverBase(const kvblob_caps_t &caps, const kvblob_host_services_t *
     // Copy what the host's record covers: a 1.0 host lends a shorter one,
     // and the members it lacks stay zero (no notify).
     if (host && host->struct_size >= KVBLOB_HOST_SERVICES_SIZE_1_0)
-        std::memcpy(&host_, host, std::min<size_t>(host->struct_size, sizeof host_));
+        std::memcpy(&host_, host,
+                    KVBLOB_BREAKS("m.cap2.notify-past-services") ? sizeof host_  // whatever struct_size says
+                                                                 : std::min<size_t>(host->struct_size, sizeof host_));
     host_.struct_size = sizeof host_;
 }
 
@@ -59,6 +61,19 @@ void DriverBase::offer_notify(const kvblob_open_args_t &args, kvblob_caps_t &cap
     // one (the constructor copied no member past a 1.0 record): a 1.0 host
     // sees no 1.1 bit and is polled.
     constexpr size_t covers_notify = offsetof(kvblob_host_services_t, notify) + sizeof(kvblob_host_services_t::notify);
+    if (KVBLOB_BREAKS("m.cap2.notify-past-services") && host_.notify) {
+        notifies_ = true;  // calls what it found past a 1.0 record, and says nothing
+        return;
+    }
+    if (KVBLOB_BREAKS("m.cap2.calls-unlent-notify") && args.abi_version >= KVBLOB_ABI_1_1) {
+        notifies_ = true;  // announces through whatever the record holds, NULL included
+        if (host_.notify) caps.flags |= KVBLOB_CAP_NOTIFY, caps_.flags |= KVBLOB_CAP_NOTIFY;
+        return;
+    }
+    if (KVBLOB_BREAKS("open.notify-unlent") && args.abi_version >= KVBLOB_ABI_1_1 && !host_.notify) {
+        caps.flags |= KVBLOB_CAP_NOTIFY;  // declared from the version alone; never announces
+        return;
+    }
     if (args.abi_version < KVBLOB_ABI_1_1 || !args.host || args.host->struct_size < covers_notify || !host_.notify)
         return;
     notifies_ = true;
