@@ -510,6 +510,20 @@ void DriverBase::set_row(Op &op, size_t i, kvblob_row_result result, int32_t cod
     row.result.store(result, std::memory_order_release);
 }
 
+namespace {
+
+// Whether a broken build announces event late, after release may have
+// returned (last: the event completes the operation, so release may come
+// at once); always false in other builds.
+bool late_announcement([[maybe_unused]] kvblob_notify_event event, [[maybe_unused]] bool last)
+{
+    return (KVBLOB_BREAKS("notify.after-release") && last) ||
+           (KVBLOB_BREAKS("m.ntf3.final-after-release") && event == KVBLOB_NOTIFY_FINAL) ||
+           (KVBLOB_BREAKS("m.ntf3.access-after-release") && event == KVBLOB_NOTIFY_ACCESS);
+}
+
+}  // namespace
+
 uint32_t DriverBase::set_and_announce(Op &op, uint32_t bit, kvblob_notify_event event)
 {
     if (!notifies_) return op.state.fetch_or(bit, std::memory_order_acq_rel);
@@ -522,14 +536,33 @@ uint32_t DriverBase::set_and_announce(Op &op, uint32_t bit, kvblob_notify_event 
     const bool final = event == KVBLOB_NOTIFY_FINAL;
     const bool skip =
         KVBLOB_BREAKS("notify.announced") ||  // declares notify, never announces
+        (KVBLOB_BREAKS("notify.probe-remove") && (op.kind == OpKind::probe || op.kind == OpKind::remove)) ||
+        (KVBLOB_BREAKS("m.ntf1.probe-not-announced") && op.kind == OpKind::probe) ||
+        (KVBLOB_BREAKS("m.ntf1.remove-access-not-announced") && op.kind == OpKind::remove && !final) ||
         (KVBLOB_BREAKS("m.ntf1.access-never-announced") && !final) ||
         (KVBLOB_BREAKS("m.ntf1.gets-not-announced") && op.kind == OpKind::get) ||
         // announced at admission instead (submit)
         (KVBLOB_BREAKS("notify.after-state") && final) ||
         (KVBLOB_BREAKS("m.ntf2.get-final-at-admission") && final && op.kind == OpKind::get) ||
         (KVBLOB_BREAKS("m.ntf2.access-at-admission") && !final);
+    constexpr uint32_t both = Op::results_final | Op::access_ended;
+    if (!(before & bit) && !skip && late_announcement(event, ((before | bit) & both) == both)) {
+        // Counted out before it announces: a release may return, and free
+        // op, meanwhile (the broken builds of R-NTF-3's late announcements).
+        op.announcing.fetch_sub(1, std::memory_order_release);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        host_.notify(host_.context, &op, event);  // op as an address only: it may be gone
+        return before;
+    }
     if (!(before & bit) && !skip) {
         host_.notify(host_.context, &op, event);
+        if (KVBLOB_BREAKS("m.ntf3.final-retried-late") && final) {
+            // Announces final once more a little later, "in case the first was lost".
+            op.announcing.fetch_sub(1, std::memory_order_release);
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            host_.notify(host_.context, &op, event);
+            return before;
+        }
         const int again = (KVBLOB_BREAKS("notify.once") && final) ? 1
                           : (KVBLOB_BREAKS("m.ntf3.access-twice") && !final) ? 1
                           : (KVBLOB_BREAKS("m.ntf3.final-per-row") && final) ? static_cast<int>(op.rows.size()) - 1
