@@ -3,6 +3,7 @@
 #include "kvblob/support/breakage.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -253,6 +254,12 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
     Row &dst = op.rows[r];
     dst.key.assign(reinterpret_cast<const char *>(row.key), row.key_len);
     if (KVBLOB_BREAKS("data.binary-keys")) dst.key = dst.key.c_str();  // a key taken as a C string
+    if (KVBLOB_BREAKS("data.key-space"))  // keys compared ignoring ASCII case
+        for (auto &ch : dst.key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (KVBLOB_BREAKS("m.key1.first-250-bytes") && dst.key.size() > 250) dst.key.resize(250);
+    if (KVBLOB_BREAKS("m.key1.first-512-bytes") && dst.key.size() > 512) dst.key.resize(512);
+    if (KVBLOB_BREAKS("m.key1.seven-bit"))  // a store that keeps 7-bit text
+        for (auto &ch : dst.key) ch = static_cast<char>(ch & 0x7F);
     if (KVBLOB_BREAKS("admission.converse") && row.key_len == caps_.max_key_bytes) {
         why = "[R-ADM-4] " + where() + " has a key at the limit";  // off by one
         return KVBLOB_E_REJECTED;
