@@ -48,6 +48,7 @@ const std::vector<Check> &battery()
         add_notify_checks(all);
         add_device_checks(all);
         add_version_checks(all);
+        add_secret_checks(all);
         const size_t newest = all.size();
         for (const auto &host : other_hosts)
             for (size_t i = 0; i < newest; ++i) {

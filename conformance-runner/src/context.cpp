@@ -59,6 +59,18 @@ CheckDriver Context::open_observed(NotifySink observe) const
     return CheckDriver(plugin_.open(options_, {}, std::move(observe)), ledger_);
 }
 
+CheckDriver Context::open_with(const Options &extra, LogSink log) const
+{
+    Options all;
+    for (const auto &option : options_) {
+        bool replaced = false;
+        for (const auto &e : extra) replaced = replaced || e.first == option.first;
+        if (!replaced) all.push_back(option);
+    }
+    all.insert(all.end(), extra.begin(), extra.end());
+    return CheckDriver(plugin_.open(all, std::move(log)), ledger_);
+}
+
 bool Context::try_open_with(const Options &extra, std::string &why) const
 {
     Options all = options_;

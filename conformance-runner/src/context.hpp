@@ -110,6 +110,10 @@ public:
     const Options &options() const { return options_; }
     // The options the plugin describes in its table.
     std::vector<kvblob_option_desc_t> plugin_options() const { return plugin_.options(); }
+    // Opens with extra options, each in place of the check's option of the
+    // same name, and log seeing every line the driver logs. Throws
+    // LoadError on refusal.
+    CheckDriver open_with(const Options &extra, LogSink log) const;
     // Opens with extra options; false (and the loader's words) on refusal.
     bool try_open_with(const Options &extra, std::string &why) const;
     // A key unique to this run and check: prefix/v1/hex(tag/name), where the

@@ -80,8 +80,14 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     auto store = Store::named(store_name, o.bytes("capacity"));
     if (KVBLOB_BREAKS("m.cap1.limits-shared"))  // the store's budget split between the drivers open on it
         caps.max_ops_in_flight = std::max<uint64_t>(1, caps.max_ops_in_flight / store.use_count());
-    return std::unique_ptr<MemoryDriver>(
-        new MemoryDriver(caps, args.host, std::move(store), mode, workers, access_delay));
+    std::unique_ptr<MemoryDriver> driver(new MemoryDriver(caps, args.host, std::move(store), mode, workers, access_delay));
+#ifdef KVBLOB_BROKEN_BUILD
+    // The broken builds of R-OPN-2: a secret repeated in a log line, in a row's message.
+    if (KVBLOB_BREAKS("open.secret-unspoken"))
+        driver->log(KVBLOB_LOG_INFO, "opened store '" + store_name + "' with token '" + o.text("token") + "'");
+    if (KVBLOB_BREAKS("m.opn2.fault-message-secret")) driver->token_ = o.text("token");
+#endif
+    return driver;
 }
 
 MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
@@ -355,6 +361,9 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
                "stored object is " + std::to_string(payload) + " bytes; the row's spans hold " +
                    std::to_string(row.total),
                nullptr};
+#ifdef KVBLOB_BROKEN_BUILD
+        if (!token_.empty()) out.message += " (session " + token_ + ")";
+#endif
         return;
     }
     const bool skip_copy = KVBLOB_BREAKS("data.round-trip.many-regions") && op.regions.size() > 1 &&
