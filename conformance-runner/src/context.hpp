@@ -153,6 +153,9 @@ public:
     // check under rule.
     void stage(Driver &d, const std::string &hook, const std::string &key, const std::string &rule) const;
     void stage(Driver &d, const std::string &hook, const std::string &rule) const;
+    // Lets op pass stage in the driver's controlled mode (hook advance); the
+    // driver's answer. Throws NotSupported when the hook is not offered.
+    kvblob_status advance(Driver &d, kvblob_op_t *op, kvblob_stage stage) const;
     // The hint bytes the driver kept for op (hook echo_hint), at most 4 KiB.
     std::string echo_hint(Driver &d, kvblob_op_t *op) const;
 

@@ -468,7 +468,15 @@ void MemoryDriver::commit(MemoryOp &op)
             if (KVBLOB_BREAKS("lifetime.cancel") && out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
             continue;
         }
+        // The broken builds of R-CAN-1 for started rows: a cancel that came
+        // after the row started still makes it CANCELLED, whatever it did.
+        const bool started_cancelled =
+            op.cancel_requested.load() && out.result == KVBLOB_ROW_READY &&
+            (KVBLOB_BREAKS("cancel.started") || (KVBLOB_BREAKS("m.can1.started-put-cancelled") && op.kind == OpKind::put) ||
+             (KVBLOB_BREAKS("m.can1.moved-get-cancelled") && op.kind == OpKind::get && op.transferred));
+        if (started_cancelled && KVBLOB_BREAKS("m.can1.started-put-cancelled")) out.staged = {};  // stores nothing
         if (out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
+        if (started_cancelled) out = {KVBLOB_ROW_CANCELLED, 0, "cancelled", nullptr};
         if (op.kind == OpKind::get && KVBLOB_BREAKS("data.round-trip.one-row") && op.rows.size() == 1)
             out.result = 99;  // not a result at all
         if (op.kind == OpKind::get && KVBLOB_BREAKS("data.round-trip.many-rows") && op.rows.size() >= 100 &&
