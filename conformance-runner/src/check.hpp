@@ -16,6 +16,17 @@ class Context;
 
 enum class Level { must, should };
 
+// The host a check's drivers see: the ABI version offered as the newest, and
+// whether the notify service is lent (ABI 1.1). The battery runs most
+// checks as the newest host does, and the families a version changes the
+// layout under (data, admission, lifetime) again as older and polling hosts
+// do (battery.cpp), since hosts of every version stay in use.
+struct HostShape {
+    uint32_t abi_version = KVBLOB_ABI_VERSION;
+    bool lend_notify = true;
+    bool operator==(const HostShape &) const = default;
+};
+
 struct Check {
     std::string id;
     std::vector<std::string> rules;
@@ -24,6 +35,7 @@ struct Check {
     std::vector<std::string> needs_hooks;  // kvblob.scenarios/1 slot names
     std::string description;
     std::function<void(Context &)> body;
+    HostShape host = {};
 };
 
 // Thrown by a check body: the driver broke rule.

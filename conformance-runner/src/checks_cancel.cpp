@@ -12,6 +12,95 @@ namespace {
 
 kvblob_row_result result_of(Context &c, Driver &d, kvblob_op_t *op) { return c.results(d, op, 1).at(0).result; }
 
+// Whether the plugin describes the option that opens its controlled mode:
+// mode, a choice with the word controlled (docs/contract.md, "Scenario
+// hooks and stages").
+bool has_controlled_mode(const Context &c)
+{
+    for (const auto &o : c.plugin_options()) {
+        if (!o.name || std::string(o.name) != "mode" || o.type != KVBLOB_OPTION_CHOICE || !o.choices) continue;
+        const std::string choices = std::string("|") + o.choices + "|";
+        if (choices.find("|controlled|") != std::string::npos) return true;
+    }
+    return false;
+}
+
+const char *stage_name(kvblob_stage s)
+{
+    switch (s) {
+    case KVBLOB_STAGE_START: return "START";
+    case KVBLOB_STAGE_TRANSFER_END: return "TRANSFER_END";
+    case KVBLOB_STAGE_COMMIT: return "COMMIT";
+    default: return "ACCESS_END";
+    }
+}
+
+// R-CAN-1 where the cancel lands is chosen, not raced: each operation is
+// cancelled at a stage the check let it reach, then let through the rest.
+void cancel_started(Context &c)
+{
+    if (!has_controlled_mode(c))
+        throw NotSupported("the driver describes no option mode with the choice controlled, which opens the "
+                           "controlled mode advance works in");
+    auto d = c.open_with({{"mode", "controlled"}}, {});
+    auto pass = [&](kvblob_op_t *op, kvblob_stage stage) {
+        const kvblob_status st = c.advance(d, op, stage);
+        expect(st == KVBLOB_OK, "R-CAN-1",
+               std::string("advance to ") + stage_name(stage) + " answered " + kvblob_status_name(st) +
+                   " in the controlled mode");
+    };
+    // Cancelled once stage was passed; then through to its end and released.
+    auto cancelled_at = [&](OpKind kind, Batch &b, kvblob_stage stage) {
+        kvblob_op_t *op = c.admit(d, kind, b);
+        if (stage) pass(op, stage);
+        expect(d.table().cancel(d.handle(), op) == KVBLOB_OK, "R-CAN-1", "cancel answered an error");
+        if (stage)
+            for (kvblob_stage later = stage + 1; later <= KVBLOB_STAGE_ACCESS_END; ++later) pass(op, later);
+        expect(c.settle(d, op), "R-CAN-1",
+               std::string("a ") + to_string(kind) + " cancelled " +
+                   (stage ? std::string("after ") + stage_name(stage) : std::string("before it started")) +
+                   " was not final with access ended");
+        const auto res = result_of(c, d, op);
+        expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused for a settled operation");
+        return res;
+    };
+    constexpr uint64_t n = 4096;
+    GuardedBuffer src(n), dst(n);
+    fill_pattern(src.data(), src.size(), 44);
+    auto rs = c.reg(d, src), rd = c.reg(d, dst);
+    const auto k = c.key("started");
+    Batch put, get;
+    put.row(k, {make_span(rs, 0, n)});
+    get.row(k, {make_span(rd, 0, n)});
+    auto untouched = [&] {
+        for (size_t i = 0; i < dst.size(); ++i)
+            if (dst.data()[i] != 0x6B) return false;
+        return true;
+    };
+    // A put whose row started: it finishes, stored.
+    auto res = cancelled_at(OpKind::put, put, KVBLOB_STAGE_START);
+    expect(res == KVBLOB_ROW_READY, "R-CAN-1",
+           std::string("a put cancelled after its row started (advance START) is ") + kvblob_row_result_name(res) +
+               ": a started row finishes with its real result");
+    // A get cancelled before it started: CANCELLED, its destination untouched.
+    std::memset(dst.data(), 0x6B, dst.size());
+    res = cancelled_at(OpKind::get, get, 0);
+    expect(res == KVBLOB_ROW_CANCELLED && untouched(), "R-CAN-1",
+           std::string("a get cancelled before it started is ") + kvblob_row_result_name(res) +
+               (untouched() ? "" : ", and its destination was written"));
+    // Gets whose row started, and whose bytes moved: READY, whole.
+    for (kvblob_stage stage : {KVBLOB_STAGE_START, KVBLOB_STAGE_TRANSFER_END}) {
+        std::memset(dst.data(), 0x6B, dst.size());
+        res = cancelled_at(OpKind::get, get, stage);
+        expect(res == KVBLOB_ROW_READY, "R-CAN-1",
+               std::string("a get cancelled after ") + stage_name(stage) + " is " + kvblob_row_result_name(res) +
+                   (untouched() ? "" : " after writing its destination") +
+                   ": a started row finishes with its real result");
+        expect(std::memcmp(dst.data(), src.data(), n) == 0, "R-ROW-6",
+               std::string("a get cancelled after ") + stage_name(stage) + " is READY with other bytes");
+    }
+}
+
 }  // namespace
 
 void add_cancel_checks(std::vector<Check> &out)
@@ -56,6 +145,11 @@ void add_cancel_checks(std::vector<Check> &out)
                        expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1",
                               "release refused for a cancelled operation");
                    }});
+    out.push_back({"cancel.started", {"R-CAN-1"}, Level::must, 0, {"advance"},
+                   "in the driver's controlled mode, a row cancelled once it started (advance START, or "
+                   "TRANSFER_END for a get whose bytes moved) finishes READY; one cancelled before is CANCELLED "
+                   "with its destination untouched",
+                   [](Context &c) { cancel_started(c); }});
     out.push_back({"cancel.after-final", {"R-CAN-1"}, Level::must, 0, {},
                    "a cancel after an operation is final changes neither its results nor the store",
                    [](Context &c) {

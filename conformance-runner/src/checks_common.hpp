@@ -78,5 +78,7 @@ void add_results_checks(std::vector<Check> &out);
 void add_cancel_checks(std::vector<Check> &out);
 void add_concurrency_checks(std::vector<Check> &out);
 void add_notify_checks(std::vector<Check> &out);
+void add_version_checks(std::vector<Check> &out);
+void add_secret_checks(std::vector<Check> &out);
 
 }  // namespace kvblob::conformance

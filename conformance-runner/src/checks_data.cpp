@@ -1,5 +1,7 @@
 // Checks of the data path: round trips, row results, object integrity.
+#include <cstdio>
 #include <cstring>
+#include <set>
 
 #include "checks_common.hpp"
 
@@ -44,6 +46,71 @@ void round_trip(Context &c, size_t rows, size_t size, size_t regions)
     for (size_t g = 0; g < regions; ++g)
         expect(src[g]->canary_intact() && dst[g]->canary_intact(), "R-REG-3",
                "a write landed outside the spans (canary damaged)");
+}
+
+// R-KEY-1: a store that folds ASCII case, keeps a key's first few hundred
+// bytes only, or drops a byte's high bit makes two of these keys one.
+void key_space(Context &c)
+{
+    auto d = c.open();
+    const std::string base = c.key("ks");
+    // Longer keys than this are not tried, whatever the driver declares.
+    constexpr uint64_t longest_tried = 64 * 1024;
+    const uint64_t limit = std::min<uint64_t>(d.caps().max_key_bytes, longest_tried);
+    if (limit < base.size() + 1) throw NotSupported("max_key_bytes is below the battery's key prefix");
+    std::vector<std::string> keys;
+    for (int b = 0; b < 256; ++b) keys.push_back(base + static_cast<char>(b));  // 'A' and 'a' among them
+    // Two keys of length n that differ only in their last byte, by ASCII
+    // case or not; every byte value appears in the bytes before it.
+    auto pair_at = [&](uint64_t n, char one, char other) {
+        if (n < base.size() + 1 || n > limit) return;
+        std::string k = base;
+        for (uint64_t i = base.size(); i + 1 < n; ++i) k += static_cast<char>(i * 131 % 256);
+        keys.push_back(k + one);
+        keys.push_back(k + other);
+    };
+    pair_at(252, 'Q', 'q');  // only past byte 250, only in case
+    const std::set<uint64_t> lengths = {251, 256, 257, 300, 512, 513, 1024, 1025, 4096, limit - 1, limit};
+    for (uint64_t n : lengths) pair_at(n, 'x', 'y');
+    constexpr uint64_t size = 64;
+    if (d.caps().max_object_bytes < size) throw NotSupported("max_object_bytes is below 64");
+    GuardedBuffer src(keys.size() * size), dst(keys.size() * size);
+    for (size_t i = 0; i < keys.size(); ++i) fill_pattern(src.data() + i * size, size, 7000 + i);
+    std::memset(dst.data(), 0, dst.size());
+    auto rs = c.reg(d, src), rd = c.reg(d, dst);
+    // In batches the driver admits, each key in its own row.
+    const size_t per_op = static_cast<size_t>(std::min<uint64_t>(d.caps().max_rows_per_op, 64));
+    auto describe = [&](size_t i) {
+        char last[8];
+        std::snprintf(last, sizeof last, "0x%02x", static_cast<unsigned char>(keys[i].back()));
+        return "the key of " + std::to_string(keys[i].size()) + " bytes ending in byte " + last;
+    };
+    for (OpKind kind : {OpKind::put, OpKind::get})
+        for (size_t first = 0; first < keys.size(); first += per_op) {
+            Batch b;
+            const size_t end = std::min(keys.size(), first + per_op);
+            for (size_t i = first; i < end; ++i)
+                b.row(keys[i], {make_span(kind == OpKind::put ? rs : rd, i * size, size)});
+            // Distinct keys within every limit: refused only by a store that
+            // took two of them for one (a key repeated in one operation).
+            kvblob_status st = KVBLOB_OK;
+            std::string why;
+            kvblob_op_t *op = c.submit(d, kind, b, &st, &why);
+            expect(op != nullptr, "R-KEY-1",
+                   std::string(to_string(kind)) + " of " + std::to_string(end - first) +
+                       " distinct keys, each within max_key_bytes, was refused (" + kvblob_status_name(st) + " " + why +
+                       "): the store took two of them for one");
+            expect(c.settle(d, op), "R-ACC-2", std::string(to_string(kind)) + " did not settle");
+            auto r = c.results(d, op, b.size());
+            expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused for a settled operation");
+            for (size_t i = first; i < end; ++i)
+                expect(r[i - first].result == KVBLOB_ROW_READY, "R-KEY-1",
+                       std::string(to_string(kind)) + " of " + describe(i) + " is " +
+                           kvblob_row_result_name(r[i - first].result) + ", not READY: another key took its place");
+        }
+    for (size_t i = 0; i < keys.size(); ++i)
+        expect(std::memcmp(src.data() + i * size, dst.data() + i * size, size) == 0, "R-KEY-1",
+               "a get of " + describe(i) + " is READY with another key's bytes: the store took two keys for one");
 }
 
 }  // namespace
@@ -226,6 +293,11 @@ void add_data_checks(std::vector<Check> &out)
                                       kvblob_row_result_name(gr[i].result) + " or holds another key's bytes");
                        }
                    }});
+    out.push_back({"data.key-space", {"R-KEY-1"}, Level::must, 0, {},
+                   "keys are compared whole, byte for byte: keys ending in each of the 256 byte values, pairs "
+                   "that differ only in ASCII case, and pairs that differ only in their last byte at lengths past "
+                   "250 bytes up to max_key_bytes each name their own object",
+                   [](Context &c) { key_space(c); }});
     out.push_back({"data.results.stable", {"R-ROW-1"}, Level::must, 0, {},
                    "a final operation has one valid result per row, and they never change",
                    [](Context &c) {

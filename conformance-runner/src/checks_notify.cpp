@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "checks_common.hpp"
 
@@ -31,6 +32,10 @@ public:
         return [self](kvblob_op_t *op, kvblob_notify_event event) {
             {
                 std::lock_guard lock(self->mu_);
+                if (self->released_.count(op)) {
+                    ++self->late_;  // the check released op before this came
+                    return;
+                }
                 auto &seen = self->seen_[op];
                 (event == KVBLOB_NOTIFY_FINAL    ? seen.final
                  : event == KVBLOB_NOTIFY_ACCESS ? seen.access
@@ -70,9 +75,25 @@ public:
         std::lock_guard lock(mu_);
         return seen_.size();
     }
+    // For a check that never reuses a handle after its release (one driver,
+    // no admission after the first release): op's release returned
+    // KVBLOB_OK, so any announcement naming it from now on came late.
+    void mark_released(kvblob_op_t *op)
+    {
+        std::lock_guard lock(mu_);
+        released_.insert(op);
+        seen_.erase(op);
+    }
+    int late() const
+    {
+        std::lock_guard lock(mu_);
+        return late_;
+    }
 
 private:
     mutable std::mutex mu_;
+    std::set<kvblob_op_t *> released_;
+    int late_ = 0;
     std::condition_variable cv_;
     std::map<kvblob_op_t *, Seen> seen_;
 };
@@ -211,6 +232,75 @@ void add_notify_checks(std::vector<Check> &out)
                        settle_announced(c, o, op, "a held get after the store let go");
                        judge(op, "a held get after the store let go");
                        o.release(op);
+                   }});
+    out.push_back({"notify.probe-remove", {"R-NTF-1"}, Level::must,
+                   KVBLOB_CAP_NOTIFY | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE, {},
+                   "probes and removes are announced final and access ended like puts and gets: a probe of a "
+                   "present and of a removed key, a remove of a present and of an absent key",
+                   [](Context &c) {
+                       Observed o(c);
+                       GuardedBuffer src(1024);
+                       fill_pattern(src.data(), src.size(), 64);
+                       auto rs = c.reg(o.d, src);
+                       Batch put;
+                       put.row(c.key("0"), {make_span(rs, 0, 1024)});
+                       auto op = c.admit(o.d, OpKind::put, put);
+                       settle_announced(c, o, op, "a put");
+                       o.release(op);
+                       const std::pair<OpKind, const char *> steps[] = {
+                           {OpKind::probe, "a probe of a stored key"},
+                           {OpKind::remove, "a remove of a stored key"},
+                           {OpKind::probe, "a probe of a removed key"},
+                           {OpKind::remove, "a remove of an absent key"},
+                       };
+                       for (const auto &[kind, what] : steps) {
+                           Batch b;
+                           b.row(c.key("0"));
+                           op = c.admit(o.d, kind, b);
+                           settle_announced(c, o, op, what);
+                           o.release(op);
+                       }
+                   }});
+    out.push_back({"notify.after-release", {"R-NTF-3"}, Level::must, KVBLOB_CAP_NOTIFY, {},
+                   "operations released the moment poll and access allow, while their announcements may still be "
+                   "on their way, are never announced after their release returned",
+                   [](Context &c) {
+                       // Each round a fresh driver with every operation admitted before
+                       // the first release, so no handle is reused within a round; the
+                       // round ends with the driver closed, when no announcement can
+                       // still come.
+                       constexpr int rounds = 8, ops_per_round = 32;
+                       for (int round = 0; round < rounds; ++round) {
+                           GuardedBuffer buf(ops_per_round * 512);
+                           fill_pattern(buf.data(), buf.size(), 65);
+                           std::shared_ptr<Announcements> seen;
+                           {
+                               Observed o(c);
+                               seen = o.seen;
+                               auto r = c.reg(o.d, buf);
+                               const OpKind kind = round % 2 ? OpKind::get : OpKind::put;
+                               std::vector<Batch> singles(ops_per_round);
+                               std::vector<kvblob_op_t *> ops;
+                               for (int i = 0; i < ops_per_round; ++i) {
+                                   singles[i].row(c.key(std::to_string(i)), {make_span(r, i * 512, 512)});
+                                   ops.push_back(c.admit(o.d, kind, singles[i]));
+                               }
+                               for (auto *op : ops) {
+                                   // Not waiting for the announcements: release as soon as
+                                   // the state allows, so one still on its way must finish
+                                   // before release returns.
+                                   expect(c.settle(o.d, op), "R-ACC-2",
+                                          std::string("a ") + to_string(kind) + " did not settle");
+                                   expect(o.d.table().release(o.d.handle(), op) == KVBLOB_OK, "R-OPS-1",
+                                          "release refused for a settled operation");
+                                   seen->mark_released(op);
+                               }
+                           }  // closed here: the driver's threads are done
+                           const int late = seen->late();
+                           expect(late == 0, "R-NTF-3",
+                                  std::to_string(late) + " announcement(s) of round " + std::to_string(round) +
+                                      " named an operation after its release returned KVBLOB_OK");
+                       }
                    }});
     out.push_back({"notify.once", {"R-NTF-3"}, Level::must, KVBLOB_CAP_NOTIFY, {},
                    "each operation is announced final once and access ended once, and nothing is announced after "

@@ -79,6 +79,12 @@ void add_refusal_checks(std::vector<Check> &out)
                                [&](Batch &b) { b.row(stored).row(stored); });
                        }
 
+                       // A key no call ever named answers as every refused key must:
+                       // MISS, or whatever this store says of absence (R-ROW-4), never
+                       // NOT_READY or FAULT from a leftover of the refused call.
+                       const auto never = c.run_one(d, OpKind::get, c.key("never"), {make_span(rc, 0, n)});
+                       const auto never_probed = d.has(KVBLOB_CAP_PROBE) ? c.run_one(d, OpKind::probe, c.key("never"))
+                                                                         : KVBLOB_ROW_PENDING;
                        for (auto &r : refusals) {
                            kvblob_status st = KVBLOB_OK;
                            kvblob_op_t *op = c.submit(d, r.kind, r.batch, &st);
@@ -93,6 +99,16 @@ void add_refusal_checks(std::vector<Check> &out)
                                       kvblob_row_result_name(got) + ")");
                            got = c.run_one(d, OpKind::get, fresh, {make_span(rc, 0, n)});
                            expect(got != KVBLOB_ROW_READY, "R-ADM-9", r.what + " stored a key it named");
+                           expect(got == never, "R-ADM-9",
+                                  r.what + " left a key it named answering a get " + kvblob_row_result_name(got) +
+                                      ", where a key never named answers " + kvblob_row_result_name(never));
+                           if (d.has(KVBLOB_CAP_PROBE)) {
+                               got = c.run_one(d, OpKind::probe, fresh);
+                               expect(got == never_probed, "R-ADM-9",
+                                      r.what + " left a key it named answering a probe " +
+                                          kvblob_row_result_name(got) + ", where a key never named answers " +
+                                          kvblob_row_result_name(never_probed));
+                           }
                        }
                    }});
 }

@@ -59,6 +59,18 @@ CheckDriver Context::open_observed(NotifySink observe) const
     return CheckDriver(plugin_.open(options_, {}, std::move(observe)), ledger_);
 }
 
+CheckDriver Context::open_with(const Options &extra, LogSink log) const
+{
+    Options all;
+    for (const auto &option : options_) {
+        bool replaced = false;
+        for (const auto &e : extra) replaced = replaced || e.first == option.first;
+        if (!replaced) all.push_back(option);
+    }
+    all.insert(all.end(), extra.begin(), extra.end());
+    return CheckDriver(plugin_.open(all, std::move(log)), ledger_);
+}
+
 bool Context::try_open_with(const Options &extra, std::string &why) const
 {
     Options all = options_;
@@ -260,6 +272,7 @@ namespace {
 using KeyHook = kvblob_status (*kvblob_scenarios_t::*)(kvblob_driver_t *, const uint8_t *, uint64_t);
 using DriverHook = kvblob_status (*kvblob_scenarios_t::*)(kvblob_driver_t *);
 using EchoHook = uint64_t (*kvblob_scenarios_t::*)(kvblob_driver_t *, kvblob_op_t *, void *, uint64_t);
+using AdvanceHook = kvblob_status (*kvblob_scenarios_t::*)(kvblob_driver_t *, kvblob_op_t *, kvblob_stage);
 
 // The hook slots the battery calls, by the names checks declare them with.
 struct HookSlot {
@@ -268,15 +281,17 @@ struct HookSlot {
     KeyHook keyed;
     DriverHook plain;
     EchoHook echo;
+    AdvanceHook advance;
 };
 #define KVBC_END(slot) offsetof(kvblob_scenarios_t, slot) + sizeof(void *)
-#define KVBC_KEYED(slot) {#slot, KVBC_END(slot), &kvblob_scenarios_t::slot, nullptr, nullptr}
-#define KVBC_PLAIN(slot) {#slot, KVBC_END(slot), nullptr, &kvblob_scenarios_t::slot, nullptr}
+#define KVBC_KEYED(slot) {#slot, KVBC_END(slot), &kvblob_scenarios_t::slot, nullptr, nullptr, nullptr}
+#define KVBC_PLAIN(slot) {#slot, KVBC_END(slot), nullptr, &kvblob_scenarios_t::slot, nullptr, nullptr}
 const HookSlot hook_slots[] = {
     KVBC_KEYED(stage_foreign_writer), KVBC_PLAIN(stage_full_pool),  KVBC_KEYED(stage_failing_read),
     KVBC_KEYED(stage_held_get),       KVBC_KEYED(stage_corrupt),    KVBC_KEYED(stage_unprovable),
     KVBC_PLAIN(release_staged),
-    {"echo_hint", KVBC_END(echo_hint), nullptr, nullptr, &kvblob_scenarios_t::echo_hint},
+    {"echo_hint", KVBC_END(echo_hint), nullptr, nullptr, &kvblob_scenarios_t::echo_hint, nullptr},
+    {"advance", KVBC_END(advance), nullptr, nullptr, nullptr, &kvblob_scenarios_t::advance},
 };
 #undef KVBC_KEYED
 #undef KVBC_PLAIN
@@ -287,7 +302,8 @@ bool offered(const kvblob_scenarios_t *s, const HookSlot &slot)
     if (!s || s->struct_size < slot.end) return false;
     if (slot.keyed) return s->*slot.keyed != nullptr;
     if (slot.plain) return s->*slot.plain != nullptr;
-    return s->*slot.echo != nullptr;
+    if (slot.echo) return s->*slot.echo != nullptr;
+    return s->*slot.advance != nullptr;
 }
 
 const HookSlot &slot_named(const std::string &name)
@@ -345,6 +361,12 @@ std::string Context::echo_hint(Driver &d, kvblob_op_t *op) const
     uint64_t n = (d.scenarios()->*slot.echo)(d.handle(), op, bytes.data(), bytes.size());
     bytes.resize(std::min<uint64_t>(n, bytes.size()));
     return bytes;
+}
+
+kvblob_status Context::advance(Driver &d, kvblob_op_t *op, kvblob_stage stage) const
+{
+    const HookSlot &slot = offered_slot(d, "advance");
+    return (d.scenarios()->*slot.advance)(d.handle(), op, stage);
 }
 
 void Context::stage(Driver &d, const std::string &hook, const std::string &rule) const

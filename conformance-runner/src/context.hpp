@@ -103,8 +103,17 @@ public:
     // Opens with observe seeing every announcement the driver makes
     // (KVBLOB_CAP_NOTIFY); observe must outlive the driver.
     CheckDriver open_observed(NotifySink observe) const;
+    // The plugin as this check's host loaded it (Check::host), and the
+    // options every open gets: for checks that call the table's open slot
+    // themselves (checks_versions.cpp).
+    const Plugin &plugin() const { return plugin_; }
+    const Options &options() const { return options_; }
     // The options the plugin describes in its table.
     std::vector<kvblob_option_desc_t> plugin_options() const { return plugin_.options(); }
+    // Opens with extra options, each in place of the check's option of the
+    // same name, and log seeing every line the driver logs. Throws
+    // LoadError on refusal.
+    CheckDriver open_with(const Options &extra, LogSink log) const;
     // Opens with extra options; false (and the loader's words) on refusal.
     bool try_open_with(const Options &extra, std::string &why) const;
     // A key unique to this run and check: prefix/v1/hex(tag/name), where the
@@ -144,6 +153,9 @@ public:
     // check under rule.
     void stage(Driver &d, const std::string &hook, const std::string &key, const std::string &rule) const;
     void stage(Driver &d, const std::string &hook, const std::string &rule) const;
+    // Lets op pass stage in the driver's controlled mode (hook advance); the
+    // driver's answer. Throws NotSupported when the hook is not offered.
+    kvblob_status advance(Driver &d, kvblob_op_t *op, kvblob_stage stage) const;
     // The hint bytes the driver kept for op (hook echo_hint), at most 4 KiB.
     std::string echo_hint(Driver &d, kvblob_op_t *op) const;
 

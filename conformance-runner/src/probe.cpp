@@ -1,5 +1,7 @@
 #include "probe.hpp"
 
+#include "kvblob/host/version.hpp"
+
 #include <unistd.h>
 
 #include <iostream>
@@ -142,10 +144,36 @@ CheckRun::CheckRun(const Check &c, const std::string &driver, const LoadOptions 
 Outcome CheckRun::body()
 {
     try {
-        if (!plugin_) plugin_ = &loaded_.emplace(Plugin::load(driver_, load_));
+        // A check run as an older or polling host loads the plugin as that
+        // host would: negotiation answers anew, and open lends what it lends.
+        if (!plugin_ || !(check_.host == HostShape{})) {
+            LoadOptions load = load_;
+            load.newest_abi_version = check_.host.abi_version;
+            load.lend_notify = check_.host.lend_notify;
+            try {
+                plugin_ = &loaded_.emplace(Plugin::load(driver_, load));
+            } catch (const LoadError &e) {
+                // A driver may speak only newer versions than the one
+                // offered (it answers KVBLOB_E_UNSUPPORTED): then nothing at
+                // that version can be checked.
+                if (e.stage() == LoadStage::negotiate && check_.host.abi_version < KVBLOB_ABI_VERSION &&
+                    std::string(e.what()).find("KVBLOB_E_UNSUPPORTED") != std::string::npos)
+                    throw NotSupported("the driver speaks no ABI version up to " +
+                                       abi_version_text(check_.host.abi_version) + ": " + e.what());
+                throw;
+            }
+        }
         ctx_.emplace(*plugin_, options_, prefix_, tag_, std::chrono::seconds(timeout_s_));
         check_.body(*ctx_);
         return {Status::pass, ctx_->notes()};
+    } catch (const LoadError &e) {
+        // Refused, at load or at open, by a host that offers less than the
+        // newest: the driver broke what that version and those services
+        // allow (R-CAP-2); the loader's words say how.
+        if (!(check_.host == HostShape{}))
+            return {Status::fail, "[R-CAP-2] refused by a host of ABI " + abi_version_text(check_.host.abi_version) +
+                                      (check_.host.lend_notify ? "" : " lending no notify service") + ": " + e.what()};
+        return {Status::fail, std::string("unexpected error: ") + e.what()};
     } catch (const CheckFailure &f) {
         return {Status::fail, f.what()};
     } catch (const NotSupported &n) {

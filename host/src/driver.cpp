@@ -93,7 +93,7 @@ CallError::CallError(kvblob_status status, std::string rule, const std::string &
 // ---- DriverCore -----------------------------------------------------------
 
 DriverCore::DriverCore(std::shared_ptr<Library> lib, const kvblob_plugin_t *t, std::string n, LogSink s,
-                       uint32_t abi, NotifySink observer)
+                       uint32_t abi, NotifySink observer, bool lend_notify)
     : library(std::move(lib)), table(t), name(std::move(n)), abi_version(abi),
       services_(std::make_unique<Services>())
 {
@@ -105,7 +105,8 @@ DriverCore::DriverCore(std::shared_ptr<Library> lib, const kvblob_plugin_t *t, s
     services_->table.context = services_.get();
     services_->table.log = &log_trampoline;
     // Lent only where the driver may read it: a 1.0 driver is polled.
-    if (abi >= KVBLOB_ABI_1_1) services_->table.notify = &notify_trampoline;
+    // (and where the caller asked for it: a host that polls lends none).
+    if (abi >= KVBLOB_ABI_1_1 && lend_notify) services_->table.notify = &notify_trampoline;
 }
 
 

@@ -32,7 +32,7 @@ namespace kvblob {
 class DriverCore {
 public:
     DriverCore(std::shared_ptr<Library> library, const kvblob_plugin_t *table, std::string name, LogSink sink,
-               uint32_t abi_version = KVBLOB_ABI_VERSION, NotifySink observer = {});
+               uint32_t abi_version = KVBLOB_ABI_VERSION, NotifySink observer = {}, bool lend_notify = true);
     DriverCore(const DriverCore &) = delete;
     DriverCore &operator=(const DriverCore &) = delete;
     ~DriverCore();

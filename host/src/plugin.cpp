@@ -386,6 +386,7 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     plugin.path_ = file;
     plugin.table_ = &t;
     plugin.abi_version_ = n.chosen_abi_version;
+    plugin.lend_notify_ = options.lend_notify;
     return plugin;
 }
 
@@ -443,7 +444,8 @@ Driver Plugin::open(const Options &options, LogSink log, NotifySink observe) con
         sink = [secrets, inner = std::move(sink)](kvblob_log_level level, const std::string &message) {
             inner(level, without_secrets(message, secrets));
         };
-    auto core = std::make_shared<DriverCore>(library_, table_, name(), std::move(sink), abi_version_, std::move(observe));
+    auto core = std::make_shared<DriverCore>(library_, table_, name(), std::move(sink), abi_version_,
+                                             std::move(observe), lend_notify_);
     kvblob_open_args_t args{};
     args.struct_size = sizeof args;
     args.abi_version = abi_version_;

@@ -63,6 +63,12 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     // The bound access_delay_ms keeps (R-ACC-2); controlled mode keeps none:
     // access ends when a test says.
     if (mode != Mode::controlled) support::declare_access_bound(args, caps, access_delay);
+    // The broken builds of R-CAP-2: the whole record filled whatever its
+    // struct_size says; a 1.1 bit declared to a 1.0 host.
+    if (KVBLOB_BREAKS("open.abi-1.0") && args.abi_version < KVBLOB_ABI_1_1)
+        caps.access_end_bound_ns = static_cast<uint64_t>(std::chrono::nanoseconds(access_delay).count());
+    if (KVBLOB_BREAKS("m.cap2.bound-bit-at-1-0") && args.abi_version < KVBLOB_ABI_1_1)
+        caps.flags |= KVBLOB_CAP_ACCESS_BOUND;
     // The broken build of the battery's R-ACC-2 check: ends access 1.5 s
     // past the bound it declares.
     if (KVBLOB_BREAKS("lifetime.access-bound")) access_delay += std::chrono::milliseconds(1500);
@@ -74,8 +80,14 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     auto store = Store::named(store_name, o.bytes("capacity"));
     if (KVBLOB_BREAKS("m.cap1.limits-shared"))  // the store's budget split between the drivers open on it
         caps.max_ops_in_flight = std::max<uint64_t>(1, caps.max_ops_in_flight / store.use_count());
-    return std::unique_ptr<MemoryDriver>(
-        new MemoryDriver(caps, args.host, std::move(store), mode, workers, access_delay));
+    std::unique_ptr<MemoryDriver> driver(new MemoryDriver(caps, args.host, std::move(store), mode, workers, access_delay));
+#ifdef KVBLOB_BROKEN_BUILD
+    // The broken builds of R-OPN-2: a secret repeated in a log line, in a row's message.
+    if (KVBLOB_BREAKS("open.secret-unspoken"))
+        driver->log(KVBLOB_LOG_INFO, "opened store '" + store_name + "' with token '" + o.text("token") + "'");
+    if (KVBLOB_BREAKS("m.opn2.fault-message-secret")) driver->token_ = o.text("token");
+#endif
+    return driver;
 }
 
 MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
@@ -349,6 +361,9 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
                "stored object is " + std::to_string(payload) + " bytes; the row's spans hold " +
                    std::to_string(row.total),
                nullptr};
+#ifdef KVBLOB_BROKEN_BUILD
+        if (!token_.empty()) out.message += " (session " + token_ + ")";
+#endif
         return;
     }
     const bool skip_copy = KVBLOB_BREAKS("data.round-trip.many-regions") && op.regions.size() > 1 &&
@@ -453,7 +468,15 @@ void MemoryDriver::commit(MemoryOp &op)
             if (KVBLOB_BREAKS("lifetime.cancel") && out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
             continue;
         }
+        // The broken builds of R-CAN-1 for started rows: a cancel that came
+        // after the row started still makes it CANCELLED, whatever it did.
+        const bool started_cancelled =
+            op.cancel_requested.load() && out.result == KVBLOB_ROW_READY &&
+            (KVBLOB_BREAKS("cancel.started") || (KVBLOB_BREAKS("m.can1.started-put-cancelled") && op.kind == OpKind::put) ||
+             (KVBLOB_BREAKS("m.can1.moved-get-cancelled") && op.kind == OpKind::get && op.transferred));
+        if (started_cancelled && KVBLOB_BREAKS("m.can1.started-put-cancelled")) out.staged = {};  // stores nothing
         if (out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
+        if (started_cancelled) out = {KVBLOB_ROW_CANCELLED, 0, "cancelled", nullptr};
         if (op.kind == OpKind::get && KVBLOB_BREAKS("data.round-trip.one-row") && op.rows.size() == 1)
             out.result = 99;  // not a result at all
         if (op.kind == OpKind::get && KVBLOB_BREAKS("data.round-trip.many-rows") && op.rows.size() >= 100 &&
@@ -477,6 +500,17 @@ void MemoryDriver::refused_midway(Op &base, uint64_t refused_at)
             if (op.outcomes[i].staged) store_->commit(op.rows[i].key, std::move(op.outcomes[i].staged));
         }
         if (op.kind == OpKind::remove && KVBLOB_BREAKS("m.adm9.remove-removes-checked-rows")) transfer_remove(op, i);
+        // Leftovers that read as something other than absence (R-ADM-9: "as
+        // if nothing happened"), which a check accepting any non-READY answer missed.
+        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-reservation"))
+            (void)store_->reserve(op.rows[i].key, op.rows[i].total + trailer_size);  // never committed nor abandoned
+        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-corrupt-object")) {
+            transfer_put(op, i);
+            if (op.outcomes[i].staged) store_->commit(op.rows[i].key, std::move(op.outcomes[i].staged));
+            (void)store_->corrupt(op.rows[i].key);  // a half-written object: FAULT when read
+        }
+        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-writer-claim"))
+            (void)store_->hold_for_foreign_writer(op.rows[i].key);  // the claim of a write that never comes
     }
 }
 #endif
@@ -490,6 +524,9 @@ void MemoryDriver::on_cancel(Op &base)
         // A held get has not started: it ends whole now. Others are left to
         // the workers, which check cancel_requested per row.
         bool was_held = false;
+        // The broken build of the answer docs/contract.md once gave too: a
+        // held get "has started", so it waits for the store like any other.
+        if (KVBLOB_BREAKS("m.can1.held-get-started")) return;
         {
             std::lock_guard lock(hooks_mu_);
             auto it = std::find(held_ops_.begin(), held_ops_.end(), &op);

@@ -10,7 +10,7 @@ using support::option;
 
 namespace {
 
-constexpr std::array<kvblob_option_desc_t, 6> own_options = {{
+constexpr std::array<kvblob_option_desc_t, 7> own_options = {{
     option(KVBLOB_OPTION_STRING, "store", "default", nullptr,
            "Name of the in-process store; drivers opened with the same name share objects."),
     option(KVBLOB_OPTION_BYTES, "capacity", "0", nullptr,
@@ -26,12 +26,15 @@ constexpr std::array<kvblob_option_desc_t, 6> own_options = {{
            "End each operation's access this long after its results are final (a transport that lets go of the "
            "caller's memory after it answered), and declare it as the access-end bound. 0: access ends before "
            "results are final. Not in controlled mode, which declares no bound."),
+    option(KVBLOB_OPTION_STRING, "token", "", nullptr,
+           "A credential, as a networked store takes one; the memory store checks nothing with it. Flagged "
+           "secret: tools never print it, and the driver never repeats it (R-OPN-2)."),
 }};
 
 constexpr auto all_options = support::join(own_options, support::limit_options());
 
 constexpr support::Plugin<MemoryDriver, all_options> plugin(
-    "memory", "0.1.0", "The reference in-process store: every contract rule, executable.");
+    "memory", "0.1.0", "The reference in-process store: every contract rule, executable.", {"token"});
 
 }  // namespace
 

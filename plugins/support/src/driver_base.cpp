@@ -3,6 +3,7 @@
 #include "kvblob/support/breakage.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -47,7 +48,9 @@ DriverBase::DriverBase(const kvblob_caps_t &caps, const kvblob_host_services_t *
     // Copy what the host's record covers: a 1.0 host lends a shorter one,
     // and the members it lacks stay zero (no notify).
     if (host && host->struct_size >= KVBLOB_HOST_SERVICES_SIZE_1_0)
-        std::memcpy(&host_, host, std::min<size_t>(host->struct_size, sizeof host_));
+        std::memcpy(&host_, host,
+                    KVBLOB_BREAKS("m.cap2.notify-past-services") ? sizeof host_  // whatever struct_size says
+                                                                 : std::min<size_t>(host->struct_size, sizeof host_));
     host_.struct_size = sizeof host_;
 }
 
@@ -59,6 +62,19 @@ void DriverBase::offer_notify(const kvblob_open_args_t &args, kvblob_caps_t &cap
     // one (the constructor copied no member past a 1.0 record): a 1.0 host
     // sees no 1.1 bit and is polled.
     constexpr size_t covers_notify = offsetof(kvblob_host_services_t, notify) + sizeof(kvblob_host_services_t::notify);
+    if (KVBLOB_BREAKS("m.cap2.notify-past-services") && host_.notify) {
+        notifies_ = true;  // calls what it found past a 1.0 record, and says nothing
+        return;
+    }
+    if (KVBLOB_BREAKS("m.cap2.calls-unlent-notify") && args.abi_version >= KVBLOB_ABI_1_1) {
+        notifies_ = true;  // announces through whatever the record holds, NULL included
+        if (host_.notify) caps.flags |= KVBLOB_CAP_NOTIFY, caps_.flags |= KVBLOB_CAP_NOTIFY;
+        return;
+    }
+    if (KVBLOB_BREAKS("open.notify-unlent") && args.abi_version >= KVBLOB_ABI_1_1 && !host_.notify) {
+        caps.flags |= KVBLOB_CAP_NOTIFY;  // declared from the version alone; never announces
+        return;
+    }
     if (args.abi_version < KVBLOB_ABI_1_1 || !args.host || args.host->struct_size < covers_notify || !host_.notify)
         return;
     notifies_ = true;
@@ -238,6 +254,12 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
     Row &dst = op.rows[r];
     dst.key.assign(reinterpret_cast<const char *>(row.key), row.key_len);
     if (KVBLOB_BREAKS("data.binary-keys")) dst.key = dst.key.c_str();  // a key taken as a C string
+    if (KVBLOB_BREAKS("data.key-space"))  // keys compared ignoring ASCII case
+        for (auto &ch : dst.key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (KVBLOB_BREAKS("m.key1.first-250-bytes") && dst.key.size() > 250) dst.key.resize(250);
+    if (KVBLOB_BREAKS("m.key1.first-512-bytes") && dst.key.size() > 512) dst.key.resize(512);
+    if (KVBLOB_BREAKS("m.key1.seven-bit"))  // a store that keeps 7-bit text
+        for (auto &ch : dst.key) ch = static_cast<char>(ch & 0x7F);
     if (KVBLOB_BREAKS("admission.converse") && row.key_len == caps_.max_key_bytes) {
         why = "[R-ADM-4] " + where() + " has a key at the limit";  // off by one
         return KVBLOB_E_REJECTED;
@@ -495,6 +517,20 @@ void DriverBase::set_row(Op &op, size_t i, kvblob_row_result result, int32_t cod
     row.result.store(result, std::memory_order_release);
 }
 
+namespace {
+
+// Whether a broken build announces event late, after release may have
+// returned (last: the event completes the operation, so release may come
+// at once); always false in other builds.
+bool late_announcement([[maybe_unused]] kvblob_notify_event event, [[maybe_unused]] bool last)
+{
+    return (KVBLOB_BREAKS("notify.after-release") && last) ||
+           (KVBLOB_BREAKS("m.ntf3.final-after-release") && event == KVBLOB_NOTIFY_FINAL) ||
+           (KVBLOB_BREAKS("m.ntf3.access-after-release") && event == KVBLOB_NOTIFY_ACCESS);
+}
+
+}  // namespace
+
 uint32_t DriverBase::set_and_announce(Op &op, uint32_t bit, kvblob_notify_event event)
 {
     if (!notifies_) return op.state.fetch_or(bit, std::memory_order_acq_rel);
@@ -507,14 +543,33 @@ uint32_t DriverBase::set_and_announce(Op &op, uint32_t bit, kvblob_notify_event 
     const bool final = event == KVBLOB_NOTIFY_FINAL;
     const bool skip =
         KVBLOB_BREAKS("notify.announced") ||  // declares notify, never announces
+        (KVBLOB_BREAKS("notify.probe-remove") && (op.kind == OpKind::probe || op.kind == OpKind::remove)) ||
+        (KVBLOB_BREAKS("m.ntf1.probe-not-announced") && op.kind == OpKind::probe) ||
+        (KVBLOB_BREAKS("m.ntf1.remove-access-not-announced") && op.kind == OpKind::remove && !final) ||
         (KVBLOB_BREAKS("m.ntf1.access-never-announced") && !final) ||
         (KVBLOB_BREAKS("m.ntf1.gets-not-announced") && op.kind == OpKind::get) ||
         // announced at admission instead (submit)
         (KVBLOB_BREAKS("notify.after-state") && final) ||
         (KVBLOB_BREAKS("m.ntf2.get-final-at-admission") && final && op.kind == OpKind::get) ||
         (KVBLOB_BREAKS("m.ntf2.access-at-admission") && !final);
+    constexpr uint32_t both = Op::results_final | Op::access_ended;
+    if (!(before & bit) && !skip && late_announcement(event, ((before | bit) & both) == both)) {
+        // Counted out before it announces: a release may return, and free
+        // op, meanwhile (the broken builds of R-NTF-3's late announcements).
+        op.announcing.fetch_sub(1, std::memory_order_release);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        host_.notify(host_.context, &op, event);  // op as an address only: it may be gone
+        return before;
+    }
     if (!(before & bit) && !skip) {
         host_.notify(host_.context, &op, event);
+        if (KVBLOB_BREAKS("m.ntf3.final-retried-late") && final) {
+            // Announces final once more a little later, "in case the first was lost".
+            op.announcing.fetch_sub(1, std::memory_order_release);
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            host_.notify(host_.context, &op, event);
+            return before;
+        }
         const int again = (KVBLOB_BREAKS("notify.once") && final) ? 1
                           : (KVBLOB_BREAKS("m.ntf3.access-twice") && !final) ? 1
                           : (KVBLOB_BREAKS("m.ntf3.final-per-row") && final) ? static_cast<int>(op.rows.size()) - 1

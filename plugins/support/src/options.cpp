@@ -92,6 +92,12 @@ ParsedOptions::ParsedOptions(const kvblob_option_desc_t *table, uint64_t n, cons
         if (it == known.end()) {
             if (KVBLOB_BREAKS("open.unknown-option")) continue;  // ignored silently
             if (KVBLOB_BREAKS("m.opn1.message-without-name")) throw OptionError("unknown option");
+            if (KVBLOB_BREAKS("m.opn2.unknown-lists-given")) {
+                std::string given;  // "to help": every option given, with its value
+                for (uint64_t j = 0; j < args.option_count; ++j)
+                    given += std::string(" ") + args.options[j].key + "=" + args.options[j].value;
+                throw OptionError(std::string("unknown option '") + o.key + "'; given:" + given);
+            }
             throw OptionError(std::string("unknown option '") + o.key + "'");
         }
         if (!KVBLOB_BREAKS("open.bad-value")) validate(*it->second, o.value);

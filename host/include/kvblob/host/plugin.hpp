@@ -32,6 +32,10 @@ struct LoadOptions {
     // host sees it, polled, with no 1.1 feature). For tests and benchmarks;
     // engines leave it.
     uint32_t newest_abi_version = KVBLOB_ABI_VERSION;
+    // Lend the notify service at ABI 1.1 (false: the driver as a 1.1 host
+    // that polls sees it, with kvblob_host_services_t.notify NULL). For
+    // tools that judge drivers; engines leave it.
+    bool lend_notify = true;
 };
 
 using Options = std::vector<std::pair<std::string, std::string>>;
@@ -102,6 +106,7 @@ private:
     std::filesystem::path path_;
     const kvblob_plugin_t *table_ = nullptr;
     uint32_t abi_version_ = 0;
+    bool lend_notify_ = true;
 };
 
 }  // namespace kvblob

@@ -1,0 +1,136 @@
+// R-OPN-2: a driver never repeats the value of an option it flags secret
+// (KVBLOB_OPTION_FLAG_SECRET): not in open's error, not in a row's message,
+// not in a log line. The runner's own reports redact such values
+// (probe.hpp); this check looks at what the driver itself says, opening it
+// with a secret of the battery's own choosing, so that any text carrying it
+// came from the driver.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+
+#include "checks_common.hpp"
+#include "probe.hpp"
+
+namespace kvblob::conformance {
+
+namespace {
+
+// The names of the options the plugin's table flags secret (ABI 1.1).
+std::vector<std::string> flagged_secret(const Plugin &plugin)
+{
+    const auto &t = plugin.table();
+    std::vector<std::string> out;
+    if (plugin.abi_version() < KVBLOB_ABI_1_1 || t.struct_size < sizeof(kvblob_plugin_t) || !t.option_flags)
+        return out;
+    for (uint64_t i = 0; i < t.option_count; ++i)
+        if ((t.option_flags[i] & KVBLOB_OPTION_FLAG_SECRET) && t.options[i].name) out.push_back(t.options[i].name);
+    return out;
+}
+
+// Every text the driver said during a check, from any thread.
+class Heard {
+public:
+    void add(const std::string &where, const std::string &text)
+    {
+        std::lock_guard lock(mu_);
+        texts_.push_back({where, text});
+    }
+    LogSink sink(std::shared_ptr<Heard> self)
+    {
+        return [self](kvblob_log_level, const std::string &line) { self->add("a log line", line); };
+    }
+    // Fails R-OPN-2 when any text carries secret, naming where it was.
+    void judge(const std::string &option, const std::string &secret) const
+    {
+        std::lock_guard lock(mu_);
+        for (const auto &[where, text] : texts_)
+            expect(text.find(secret) == std::string::npos, "R-OPN-2",
+                   where + " repeats the value given to option '" + option +
+                       "', which the driver flags secret: \"" + text + "\"");
+    }
+
+private:
+    mutable std::mutex mu_;
+    std::vector<std::pair<std::string, std::string>> texts_;
+};
+
+// The messages of every row of an operation, once it settled.
+void hear_rows(Context &c, Driver &d, OpKind kind, Batch &b, Heard &heard)
+{
+    kvblob_op_t *op = c.admit(d, kind, b);
+    expect(c.settle(d, op), "R-ACC-2", std::string(to_string(kind)) + " did not settle");
+    for (uint64_t i = 0; i < b.size(); ++i)
+        heard.add(std::string("the message of a ") + to_string(kind) + " row", c.message(d, op, i));
+    expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused for a settled operation");
+}
+
+std::string battery_secret()
+{
+    std::random_device rd;
+    const uint64_t n = (static_cast<uint64_t>(rd()) << 32) | rd();
+    return "kvbc-secret-" + base36(n);
+}
+
+void secret_unspoken(Context &c)
+{
+    const auto names = flagged_secret(c.plugin());
+    if (names.empty()) throw NotSupported("the driver flags no option secret (KVBLOB_OPTION_FLAG_SECRET)");
+    for (const auto &name : names) {
+        // An option the run sets already (a store's real password) keeps its
+        // value, which is then the one watched; any other gets the battery's.
+        std::string secret = battery_secret();
+        bool own = true;
+        for (const auto &[k, v] : c.options())
+            if (k == name) secret = v, own = false;
+        if (secret.size() < 8) {
+            c.note("option '" + name + "' is given a value too short to look for");
+            continue;
+        }
+        auto heard = std::make_shared<Heard>();
+        // A refused open: its error must not carry the secret either.
+        try {
+            auto refused = c.open_with({{name, secret}, {"kvbc_no_such_option", "1"}}, heard->sink(heard));
+        } catch (const LoadError &e) {
+            heard->add("open's error", e.what());
+        }
+        heard->judge(name, secret);
+        try {
+            auto d = c.open_with({{name, secret}}, heard->sink(heard));
+            constexpr uint64_t size = 2048;
+            GuardedBuffer src(size), dst(2 * size);
+            fill_pattern(src.data(), src.size(), 71);
+            auto rs = c.reg(d, src), rd = c.reg(d, dst);
+            Batch put, get;
+            put.row(c.key("s"), {make_span(rs, 0, size)});
+            get.row(c.key("s"), {make_span(rd, 0, size / 2)})     // the wrong size: FAULT (R-ROW-5)
+                .row(c.key("absent"), {make_span(rd, size, size)});  // MISS, or a failure with its message
+            hear_rows(c, d, OpKind::put, put, *heard);
+            hear_rows(c, d, OpKind::get, get, *heard);
+            if (d.has(KVBLOB_CAP_PROBE)) {
+                Batch probe;
+                probe.row(c.key("s")).row(c.key("absent"));
+                hear_rows(c, d, OpKind::probe, probe, *heard);
+            }
+        } catch (const LoadError &e) {
+            // The store may refuse a credential it does not know (E_STORE):
+            // the refusal is judged as the one above.
+            heard->add("open's error", e.what());
+            if (own) c.note("open with option '" + name + "' set by the battery was refused; its error was judged");
+        }
+        // The driver closed by now: what it logged while closing is heard too.
+        heard->judge(name, secret);
+    }
+}
+
+}  // namespace
+
+void add_secret_checks(std::vector<Check> &out)
+{
+    out.push_back({"open.secret-unspoken", {"R-OPN-2"}, Level::must, 0, {},
+                   "opened with a secret of the battery's own choosing in each option it flags secret, the driver "
+                   "repeats it in no open error, row message or log line",
+                   [](Context &c) { secret_unspoken(c); }});
+}
+
+}  // namespace kvblob::conformance
