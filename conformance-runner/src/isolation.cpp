@@ -244,7 +244,11 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout
     pollfd fds[2] = {{result_fd_read, POLLIN, 0}, {err_fd_read, POLLIN, 0}};
     // The child's end wakes the wait where the kernel offers a pidfd;
     // elsewhere the wait wakes every 100 ms to look.
+#ifdef SYS_pidfd_open
     const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+    const int pidfd = -1;
+#endif
     for (;;) {
         if (has_exited(pid)) break;
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
