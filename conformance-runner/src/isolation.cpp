@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 extern char **environ;
 
@@ -33,6 +36,12 @@ const char *to_string(Status s)
     return "?";
 }
 
+std::string how_ended(int status)
+{
+    return WIFSIGNALED(status) ? std::string("killed by signal ") + strsignal(WTERMSIG(status))
+                               : "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 namespace {
 
 // The last `lines` lines of text; a trailing newline ends the last line.
@@ -46,14 +55,6 @@ std::string last_lines(const std::string &text, int lines)
         if (newline == std::string::npos) return text.substr(0, end);
     }
     return text.substr(newline + 1, end - newline - 1);
-}
-
-// How a reaped process ended, for a message: "killed by signal ..." or
-// "exit status N".
-std::string how_ended(int status)
-{
-    return WIFSIGNALED(status) ? std::string("killed by signal ") + strsignal(WTERMSIG(status))
-                               : "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
 // "; last stderr: " and its last lines, or nothing when it wrote none.
@@ -84,8 +85,10 @@ void on_fault(int sig, siginfo_t *info, void *)
         append_hex(out, reinterpret_cast<uintptr_t>(info->si_addr));
         const char tail[] = " (a guard page beside a span, or a span after its access ended)";
         for (const char *p = tail; *p; ++p) *out++ = *p;
-        *out++ = '\0';  // the record's end: it replaces any verdict before it
-        (void)!write(result_fd, msg, static_cast<size_t>(out - msg));
+        // Signed as every record is; it replaces any verdict before it.
+        char record[sizeof msg + record_overhead];
+        const size_t size = sign_record(msg, static_cast<size_t>(out - msg), record);
+        (void)!write(result_fd, record, size);
         _exit(0);
     }
     // Any other signal takes its default action: raised again here, it is
@@ -108,19 +111,25 @@ void report_guarded_faults(int fd)
 
 }  // namespace
 
+namespace {
+std::optional<std::chrono::steady_clock::time_point> run_deadline;
+}  // namespace
+
 void request_stop() { stop_flag = 1; }
-bool stop_requested() { return stop_flag != 0; }
+void set_run_deadline(std::chrono::steady_clock::time_point deadline) { run_deadline = deadline; }
+bool run_deadline_passed() { return run_deadline && std::chrono::steady_clock::now() >= *run_deadline; }
+bool stop_requested() { return stop_flag != 0 || run_deadline_passed(); }
+
+void adopt_orphans() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
 
 namespace {
 
 // The verdict among a check's records (run_child_body): the last one wins
 // (a fault handler's FAIL after a PASS); nullopt when none came whole.
-std::optional<Outcome> verdict_of(const std::string &result)
+std::optional<Outcome> verdict_of(const std::vector<std::string> &records)
 {
     std::optional<Outcome> verdict;
-    size_t at = 0;
-    for (size_t end; (end = result.find('\0', at)) != std::string::npos; at = end + 1) {
-        const std::string record = result.substr(at, end - at);
+    for (const auto &record : records) {
         const auto nl = record.find('\n');
         const std::string word = record.substr(0, nl);
         for (Status s : {Status::pass, Status::fail, Status::not_supported})
@@ -132,66 +141,167 @@ std::optional<Outcome> verdict_of(const std::string &result)
 
 // The cleanup's record of what the check left, if it came whole; none when
 // its cleanup never said.
-std::optional<std::string> left_record(const std::string &result)
+std::optional<std::string> left_record(const std::vector<std::string> &records)
 {
-    std::optional<std::string> record;
-    size_t at = 0;
-    for (size_t end; (end = result.find('\0', at)) != std::string::npos; at = end + 1)
-        if (result.compare(at, 5, "left ") == 0) record = result.substr(at, end - at);
-    return record;
+    std::optional<std::string> found;
+    for (const auto &record : records)
+        if (record.rfind("left ", 0) == 0) found = record;
+    return found;
 }
 
-// Reads the child's result (fd 3) and stderr until both close, the deadline
-// passes or a stop is requested, then reaps it. Once a verdict came whole,
-// the deadline moves to timeout_s from then: the cleanup has a time of its
-// own, and only a cleanup that outlasts it too turns a verdict into TIMEOUT.
+// Text read from a pipe: the first `limit` bytes (the report channel: what
+// comes after is no check's), or the last (stderr: the end says most).
+class Capture {
+public:
+    Capture(size_t limit, bool keep_tail) : limit_(limit), keep_tail_(keep_tail) {}
+    void add(const char *data, size_t size)
+    {
+        if (!keep_tail_) {
+            const size_t room = text_.size() < limit_ ? limit_ - text_.size() : 0;
+            text_.append(data, std::min(room, size));
+            overflowed_ = overflowed_ || size > room;
+            return;
+        }
+        text_.append(data, size);
+        // Trimmed in halves, so that a flood costs a copy per limit's worth.
+        if (text_.size() > 2 * limit_) {
+            text_.erase(0, text_.size() - limit_);
+            overflowed_ = true;
+        }
+    }
+    std::string take()
+    {
+        if (keep_tail_ && text_.size() > limit_) text_.erase(0, text_.size() - limit_);
+        return std::move(text_);
+    }
+    const std::string &text() const { return text_; }
+    bool overflowed() const { return overflowed_; }
+
+private:
+    size_t limit_;
+    bool keep_tail_;
+    bool overflowed_ = false;
+    std::string text_;
+};
+
+// Reads what is ready on the open descriptors of fds into their captures,
+// waiting at most wait_ms; a descriptor at its end is closed and set to -1.
+void read_ready(pollfd *fds, Capture **into, int count, int wait_ms)
+{
+    if (poll(fds, static_cast<nfds_t>(count), wait_ms) <= 0) return;
+    for (int i = 0; i < count; ++i) {
+        pollfd &f = fds[i];
+        if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        char buf[65536];
+        const ssize_t n = read(f.fd, buf, sizeof buf);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n <= 0) {
+            close(f.fd);
+            f.fd = -1;
+        } else {
+            into[i]->add(buf, static_cast<size_t>(n));
+        }
+    }
+}
+
+// Whether the child exited (left unreaped: its pid, and so its process
+// group's id, stays its own until it is reaped).
+bool has_exited(pid_t pid)
+{
+    siginfo_t info{};
+    return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
+// Ends the child's process group (the child and whatever it started that
+// stayed in it) and reaps the child, then every member this process
+// adopted (adopt_orphans); returns the child's wait status.
+int end_group(pid_t pid)
+{
+    kill(-pid, SIGKILL);
+    int status = 0;
+    for (;;) {
+        int st = 0;
+        const pid_t reaped = waitpid(-pid, &st, 0);
+        if (reaped == pid) status = st;
+        if (reaped < 0 && errno != EINTR) break;  // ECHILD: none of the group is left
+    }
+    return status;
+}
+
+// Reads the child's records and stderr until it exits, the deadline passes
+// or a stop is requested; then ends its process group and reads what the
+// pipes still hold, for at most drain_limit (a descendant that left the
+// group may hold them open). Once a verdict came whole, the deadline moves
+// to timeout_s from then: the cleanup has a time of its own, and only a
+// cleanup that outlasts it too turns a verdict into TIMEOUT.
 Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout_s, Spawned *raw)
 {
-    // Collect stderr while waiting, so a chatty child never blocks on a full pipe.
-    std::string err, result;
+    constexpr auto drain_limit = std::chrono::seconds(2);
+    Capture result(channel_bytes, false), err(stderr_tail_bytes, true);
+    Capture *into[2] = {&result, &err};
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-    bool timed_out = false, verdict_in = false;
+    bool timed_out = false, interrupted = false, verdict_in = false;
     pollfd fds[2] = {{result_fd_read, POLLIN, 0}, {err_fd_read, POLLIN, 0}};
-    int open_fds = 2;
-    while (open_fds > 0) {
+    // The child's end wakes the wait where the kernel offers a pidfd;
+    // elsewhere the wait wakes every 100 ms to look.
+#ifdef SYS_pidfd_open
+    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+    const int pidfd = -1;
+#endif
+    for (;;) {
+        if (has_exited(pid)) break;
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
             timed_out = true;
             break;
         }
-        if (stop_requested()) break;
-        // Wake at least every 100 ms to notice a stop request.
-        if (poll(fds, 2, static_cast<int>(std::min<long>(left.count(), 100))) <= 0) continue;
-        for (auto &f : fds) {
-            if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP))) continue;
-            char buf[4096];
-            ssize_t n = read(f.fd, buf, sizeof buf);
-            if (n <= 0) {
-                f.fd = -1;
-                --open_fds;
-            } else {
-                (f.fd == result_fd_read ? result : err).append(buf, static_cast<size_t>(n));
-            }
+        if (stop_requested()) {
+            interrupted = true;
+            break;
         }
-        if (!verdict_in && result.find('\0') != std::string::npos) {
+        // Wake at least every 100 ms to notice a stop request.
+        const int wait_ms = static_cast<int>(std::min<long>(left.count(), 100));
+        if (pidfd < 0) {
+            read_ready(fds, into, 2, wait_ms);  // with both pipes closed, a plain wait
+        } else {
+            pollfd all[3] = {fds[0], fds[1], {pidfd, POLLIN, 0}};
+            if (poll(all, 3, wait_ms) > 0) read_ready(fds, into, 2, 0);
+        }
+        if (!verdict_in && result.text().find('\0') != std::string::npos) {
             verdict_in = true;
             deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
         }
     }
-    const bool interrupted = !timed_out && open_fds > 0;  // left the loop on a stop request
-    if (timed_out || interrupted) kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    close(result_fd_read);
-    close(err_fd_read);
-    if (raw) *raw = {result, err, status, timed_out, interrupted};
+    const int status = end_group(pid);
+    if (pidfd >= 0) close(pidfd);
+    for (const auto drained = std::chrono::steady_clock::now() + drain_limit;
+         (fds[0].fd >= 0 || fds[1].fd >= 0) && std::chrono::steady_clock::now() < drained;)
+        read_ready(fds, into, 2, 100);
+    for (int i = 0; i < 2; ++i)
+        if (fds[i].fd >= 0) close(fds[i].fd);
+    const bool overflowed = result.overflowed();
+    const Records records = read_records(result.take(), run_key(), overflowed);
+    const std::string err_tail = err.take();
+    if (raw) *raw = {records, err_tail, status, timed_out, interrupted};
     // A check that did not end left what it wrote, and nobody counted it.
-    const auto record = left_record(result);
+    const auto record = left_record(records.authentic);
     const Leftover left = record ? from_wire(*record)
                                  : Leftover{0, 0, false,
                                             verdict_in ? "the check's cleanup did not finish; its keys were not all removed"
                                                        : "the check did not finish; its keys were not removed"};
-    if (auto verdict = verdict_of(result)) {
+    // Text on the channel that the child did not sign came from code in its
+    // process that writes to a descriptor it does not own: nothing the
+    // check reported can be told from it.
+    if (records.forged_bytes > 0 || records.overflowed)
+        return {Status::fail,
+                "the check's report channel (descriptor " + std::to_string(child_result_fd) + ") carried " +
+                    (records.overflowed ? "more than " + std::to_string(channel_bytes) + " bytes"
+                                        : std::to_string(records.forged_bytes) + " bytes") +
+                    " the check did not write: code in the driver's process wrote to a descriptor it does not "
+                    "own, and what the check reported cannot be trusted",
+                left};
+    if (auto verdict = verdict_of(records.authentic)) {
         verdict->left = left;
         // The cleanup removes the check's keys and closes its drivers: a
         // driver that crashes or hangs there breaks the contract as surely
@@ -204,36 +314,23 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout
             return {Status::timeout, "the check " + before + ", " + cleanup + "ran out of " + std::to_string(timeout_s) + " s",
                     left};
         return {Status::crash,
-                "the check " + before + ", " + cleanup + "ended with its process (" + how_ended(status) + ")" + stderr_tail(err),
+                "the check " + before + ", " + cleanup + "ended with its process (" + how_ended(status) + ")" +
+                    stderr_tail(err_tail),
                 left};
     }
     if (timed_out) return {Status::timeout, "no answer within " + std::to_string(timeout_s) + " s", left};
     if (interrupted) return {Status::skipped, "interrupted", left};
-    if (WIFSIGNALED(status)) return {Status::crash, how_ended(status) + stderr_tail(err), left};
-    return {Status::crash, "the check exited without a result (" + how_ended(status) + ")" + stderr_tail(err), left};
+    if (WIFSIGNALED(status)) return {Status::crash, how_ended(status) + stderr_tail(err_tail), left};
+    return {Status::crash, "the check exited without a result (" + how_ended(status) + ")" + stderr_tail(err_tail), left};
 }
 
-}  // namespace
-
-namespace {
-void write_record(int fd, std::string record)
-{
-    record.push_back('\0');
-    for (size_t done = 0; done < record.size();) {
-        const ssize_t n = write(fd, record.data() + done, record.size() - done);
-        if (n <= 0) return;
-        done += static_cast<size_t>(n);
-    }
-}
 }  // namespace
 
 void run_child_body(const std::function<Outcome()> &body, const std::function<Leftover()> &clean_up, int fd)
 {
     report_guarded_faults(fd);
     const Outcome o = body();
-    std::string verdict = std::string(to_string(o.status)) + "\n" + o.message;
-    std::replace(verdict.begin(), verdict.end(), '\0', ' ');
-    write_record(fd, verdict);
+    write_record(fd, std::string(to_string(o.status)) + "\n" + o.message);
     write_record(fd, to_wire(clean_up()));
     _exit(0);  // no destructors: a broken driver's threads may still run
 }
@@ -242,32 +339,46 @@ Outcome run_spawned(const std::vector<std::string> &args, unsigned timeout_s, Sp
 {
     // A fresh process image, not a fork: a driver (or an SDK under it) that
     // started threads at load or open holds no lock in a copy of them.
-    int result_pipe[2], err_pipe[2];
-    if (pipe2(result_pipe, O_CLOEXEC) != 0) return {Status::crash, "pipe() failed"};
-    if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-        close(result_pipe[0]);
-        close(result_pipe[1]);
-        return {Status::crash, "pipe() failed"};
-    }
+    struct Pipe {
+        int fd[2] = {-1, -1};
+        ~Pipe()
+        {
+            for (int f : fd)
+                if (f >= 0) close(f);
+        }
+        int take(int end) { return std::exchange(fd[end], -1); }
+    } result, err, key;
+    if (pipe2(result.fd, O_CLOEXEC) != 0 || pipe2(err.fd, O_CLOEXEC) != 0 || pipe2(key.fd, O_CLOEXEC) != 0)
+        return {Status::crash, std::string("pipe() failed: ") + strerror(errno)};
+    // The key fits a pipe's buffer: written whole before the child starts.
+    const RunKey &k = run_key();
+    if (write(key.fd[1], k.data(), k.size()) != static_cast<ssize_t>(k.size()))
+        return {Status::crash, "could not hand the child the run's key"};
+    close(key.take(1));
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, result_pipe[1], child_result_fd);
-    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, result.fd[1], child_result_fd);
+    posix_spawn_file_actions_adddup2(&actions, key.fd[0], child_key_fd);
+    posix_spawn_file_actions_adddup2(&actions, err.fd[1], STDERR_FILENO);
+    // A process group of its own: whatever the driver starts stays in it
+    // (unless it leaves on purpose), and ends with it.
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
     std::vector<char *> argv;
     for (const auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
     argv.push_back(nullptr);
     fflush(nullptr);
     pid_t pid = -1;
-    const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+    const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
-    close(result_pipe[1]);
-    close(err_pipe[1]);
-    if (rc != 0) {
-        close(result_pipe[0]);
-        close(err_pipe[0]);
-        return {Status::crash, std::string("posix_spawn(/proc/self/exe) failed: ") + strerror(rc)};
-    }
-    return collect(pid, result_pipe[0], err_pipe[0], timeout_s, raw);
+    posix_spawnattr_destroy(&attr);
+    close(result.take(1));
+    close(err.take(1));
+    close(key.take(0));
+    if (rc != 0) return {Status::crash, std::string("posix_spawn(/proc/self/exe) failed: ") + strerror(rc)};
+    return collect(pid, result.take(0), err.take(0), timeout_s, raw);
 }
 
 }  // namespace kvblob::conformance

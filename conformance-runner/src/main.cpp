@@ -2,7 +2,8 @@
 // the conformance battery against it.
 //
 // Exit codes: 0 conformant; 1 checks failed; 2 usage error; 3 the plugin was
-// refused by the loader; 4 run incomplete.
+// refused by the loader, or its probe gave no answer; 4 run incomplete; 5 no
+// check ran.
 #include <CLI/CLI.hpp>
 
 #include <fnmatch.h>
@@ -80,7 +81,7 @@ int main(int argc, char **argv)
     std::string driver, json_path, junit_path, expectations_path;
     std::vector<std::string> filters, excludes;
     bool list = false, no_isolation = false, strict = false;
-    unsigned timeout = 60, repeat = 1;
+    unsigned timeout = 60, repeat = 1, run_timeout = 1800, give_up_after = 3;
     uint64_t seed = 20261130;
     auto *json_opt = app.add_option("--json", json_path, "Write the report as JSON lines to FILE (with --list: print JSON)")
                          ->expected(0, 1);
@@ -90,6 +91,14 @@ int main(int argc, char **argv)
     app.add_flag("--list", list, "List the checks and exit");
     app.add_option("--timeout", timeout, "Seconds per check before it is TIMEOUT")
         ->transform(cli::Count(static_cast<uint64_t>(cli::max_seconds)));
+    app.add_option("--run-timeout", run_timeout,
+                   "Seconds for the whole run, the probe included (default 1800): the check in progress is then killed "
+                   "and the checks after it are not run (exit 4)")
+        ->transform(cli::Count(static_cast<uint64_t>(cli::max_seconds)));
+    app.add_option("--give-up-after", give_up_after,
+                   "Stop the run once this many checks in a row were TIMEOUT: the driver stopped answering, the checks "
+                   "after them are not run (exit 1; default 3, 0 never)")
+        ->transform(cli::Count(1000000, true));
     app.add_flag("--no-isolation", no_isolation, "Run checks in this process (for a debugger)");
     app.add_option("--seed", seed, "Seed of the run's key prefix");
     app.add_option("--repeat", repeat, "Run each check N times (races)")->transform(cli::Count(1000000));
@@ -108,8 +117,10 @@ int main(int argc, char **argv)
     app.add_option("--child-prefix", child_prefix)->group("");
     cli::PluginFlags flags;
     cli::add_plugin_flags(app, flags);
-    app.footer("Exit codes: 0 conformant; 1 checks failed; 2 usage error; 3 plugin refused by the loader; "
-               "4 run incomplete.");
+    app.footer("Exit codes: 0 conformant; 1 checks failed (or the driver stopped answering: --give-up-after); "
+               "2 usage error; 3 plugin refused by the loader, or its probe (one open and close) gave no answer; "
+               "4 run incomplete (interrupted, or --run-timeout passed); 5 no check ran (the selection ran none, or "
+               "the driver supports none of it): the run certifies nothing.");
     if (auto done = cli::parse(app, argc, argv)) return *done;
     const bool json = json_opt->count() > 0;
 
@@ -158,6 +169,11 @@ int main(int argc, char **argv)
         }
     }
 
+    // A child takes the run's key before any plugin code runs (report_channel.hpp).
+    if ((child_probe || child_check >= 0) && !take_run_key()) {
+        std::cerr << "kvblob-conformance: --child-probe and --child-check are the runner's own modes\n";
+        return 2;
+    }
     if (child_probe) return probe_child(driver, flags.load, options);
     if (child_check >= 0) {
         if (static_cast<size_t>(child_check) >= checks.size()) return 2;
@@ -172,6 +188,8 @@ int main(int argc, char **argv)
     // starts threads at load or open never has them copied into a fork.
     std::optional<Plugin> plugin;  // only with --no-isolation
     Probe probe;
+    // The run's time counts from here, the probe included.
+    set_run_deadline(std::chrono::steady_clock::now() + std::chrono::seconds(run_timeout));
     const std::vector<std::string> self_args(argv, argv + argc);
     if (no_isolation) {
         try {
@@ -182,20 +200,37 @@ int main(int argc, char **argv)
             return 3;
         }
     } else {
+        adopt_orphans();  // what a check's process starts is reaped here once its group ends
         std::vector<std::string> args = self_args;
         args.push_back("--child-probe");
         Spawned raw;
         run_spawned(args, timeout, &raw);
-        if (raw.timed_out || raw.interrupted || !WIFEXITED(raw.wait_status) || WEXITSTATUS(raw.wait_status) != 0) {
+        const bool exited_0 = WIFEXITED(raw.wait_status) && WEXITSTATUS(raw.wait_status) == 0;
+        const bool refused = WIFEXITED(raw.wait_status) && WEXITSTATUS(raw.wait_status) == 3;
+        const Records &said = raw.records;
+        if (raw.timed_out || raw.interrupted || !exited_0 || said.authentic.size() != 1 || said.forged_bytes > 0 ||
+            said.overflowed) {
             std::cerr << raw.err;
-            if (raw.timed_out) std::cerr << "kvblob-conformance: the probe of the driver gave no answer within "
-                                         << timeout << " s\n";
-            else if (!WIFEXITED(raw.wait_status) || WEXITSTATUS(raw.wait_status) != 3)
-                std::cerr << "kvblob-conformance: the probe of the driver failed (wait status " << raw.wait_status
-                          << ")\n";
+            if (!raw.err.empty() && raw.err.back() != '\n') std::cerr << "\n";
+            const std::string what = "kvblob-conformance: the probe of the driver (one open, then close) ";
+            if (raw.interrupted)
+                std::cerr << what << "was cut short: "
+                          << (run_deadline_passed()
+                                  ? "the run's time ran out (--run-timeout " + std::to_string(run_timeout) + " s)"
+                                  : std::string("interrupted"))
+                          << "\n";
+            else if (raw.timed_out)
+                std::cerr << what << "gave no answer within " << timeout << " s\n";
+            else if (said.forged_bytes > 0 || said.overflowed)
+                std::cerr << what << "wrote to its report channel (descriptor " << child_result_fd
+                          << ") text the probe did not write: code in the driver's process writes to a descriptor "
+                             "it does not own\n";
+            else if (!refused)
+                std::cerr << what << "ended without an answer (" << how_ended(raw.wait_status)
+                          << "): the driver ended the process, or the probe could not report\n";
             return raw.interrupted ? 4 : 3;
         }
-        probe = parse_probe(raw.result);
+        probe = parse_probe(said.authentic.front());
     }
     const Offer &offer = probe.offer;
     const Options shown_options = redact(options, probe.secret_options);
@@ -238,14 +273,27 @@ int main(int argc, char **argv)
 
     std::vector<Row> rows;
     Tally tally;
+    // Why the checks from here on are not run; empty while they are.
+    auto why_stopped = [&]() -> std::string {
+        if (!tally.stopped.empty()) return tally.stopped;
+        if (run_deadline_passed()) return "the run's time ran out (--run-timeout " + std::to_string(run_timeout) + " s)";
+        if (stop_requested()) return "interrupted before every check ran";
+        return {};
+    };
+    unsigned timeouts_in_a_row = 0;
+    bool gave_up = false;
     for (size_t index = 0; index < checks.size(); ++index) {
         const Check &c = checks[index];
-        for (unsigned rep = 0; rep < repeat && !stop_requested(); ++rep) {
+        for (unsigned rep = 0; rep < repeat; ++rep) {
             Outcome o;
+            bool ran = false;
             if ((!filters.empty() && !matches_any(filters, c.id)) || matches_any(excludes, c.id)) {
                 o = {Status::skipped, "filtered out"};
             } else if (auto missing = missing_need(c, offer); !missing.empty()) {
                 o = {Status::not_supported, missing};
+            } else if (tally.stopped = why_stopped(); !tally.stopped.empty()) {
+                o = {Status::skipped, "not run: " + tally.stopped};
+                ++tally.not_run;
             } else {
                 if (no_isolation) {
                     o = run_check(c, driver, flags.load, &*plugin, options, prefix, index, rep, timeout);
@@ -255,6 +303,21 @@ int main(int argc, char **argv)
                                              std::to_string(rep), "--child-prefix", prefix});
                     o = run_spawned(args, timeout);
                 }
+                // A check that answered NOT_SUPPORTED certifies nothing either.
+                ran = o.status != Status::skipped && o.status != Status::not_supported;
+                if (o.status == Status::skipped) {  // cut short by a stop
+                    tally.stopped = why_stopped();
+                    o.message = "not run: " + tally.stopped;
+                    ++tally.not_run;
+                }
+                // A driver that stopped answering would cost --timeout per
+                // check to the end: the run gives up on it.
+                timeouts_in_a_row =
+                    o.status == Status::timeout ? timeouts_in_a_row + 1 : o.status == Status::skipped ? timeouts_in_a_row : 0;
+                gave_up = give_up_after > 0 && timeouts_in_a_row >= give_up_after && tally.stopped.empty();
+                if (gave_up)
+                    tally.stopped = "the driver stopped answering: " + std::to_string(timeouts_in_a_row) +
+                                    " checks in a row were TIMEOUT (--give-up-after " + std::to_string(give_up_after) + ")";
             }
             if (o.status != Status::skipped) {
                 for (const auto &e : expectations)
@@ -264,21 +327,25 @@ int main(int argc, char **argv)
                     }
                 if (strict && o.status == Status::not_supported && c.level == Level::must) o.status = Status::fail;
             }
-            const Row row{&c, o};
+            const Row row{&c, o, ran};
             tally.add(row);
             print_row(std::cout, row, rerun_prefix);
             if (json_out.is_open()) json_row(json_out, row);
             rows.push_back(row);
         }
     }
-    // An interrupted run certifies nothing, whatever it saw so far.
-    tally.incomplete = stop_requested();
+    // A run cut short certifies nothing, whatever it saw so far.
+    tally.incomplete = !tally.stopped.empty();
     if (!junit_path.empty()) {
         std::ofstream x(junit_path);
         write_junit(x, probe.name, rows, tally);
     }
     if (json_out.is_open()) json_summary(json_out, tally);
     print_summary(std::cout, tally, prefix);
+    // A driver that stopped answering failed the checks it hung in: the run
+    // is not conformant, whatever the checks not run would have said.
+    if (gave_up) return 1;
     if (tally.incomplete) return 4;
+    if (tally.verdict() == "NO CHECK RAN") return 5;
     return tally.conformant() ? 0 : 1;
 }

@@ -38,11 +38,7 @@ int probe_child(const std::string &driver, const LoadOptions &load, const Option
         std::cerr << e.what() << "\n";
         return 3;
     }
-    for (size_t done = 0; done < text.size();) {
-        ssize_t n = write(child_result_fd, text.data() + done, text.size() - done);
-        if (n <= 0) return 1;
-        done += static_cast<size_t>(n);
-    }
+    write_record(child_result_fd, text);
     return 0;
 }
 

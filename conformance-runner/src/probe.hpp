@@ -1,7 +1,7 @@
 // What the runner learns of a driver before its checks: identity,
 // capabilities, scenario hooks and which option values are secret. With
 // isolation the probe runs in a freshly started child (--child-probe) and
-// answers in lines "KEY VALUE" on child_result_fd; the runner itself never
+// answers in lines "KEY VALUE", one signed record on child_result_fd; the runner itself never
 // loads plugin code.
 #pragma once
 
@@ -29,7 +29,8 @@ struct Probe {
 // Throws LoadError when the driver refuses to open.
 Probe probe_of(const Plugin &plugin, const Options &options);
 
-// The child mode: loads and probes, writes the probe to child_result_fd.
+// The child mode: loads and probes, writes the probe to child_result_fd
+// (report_channel.hpp).
 // Returns the exit code (0, or 3 when the loader refused; the reason on stderr).
 int probe_child(const std::string &driver, const LoadOptions &load, const Options &options);
 

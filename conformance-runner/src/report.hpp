@@ -16,12 +16,18 @@ namespace kvblob::conformance {
 struct Row {
     const Check *check;
     Outcome outcome;
+    bool ran = false;  // the check's body was run (not filtered out, not unsupported, not cut off)
 };
 
 // Counts of a run; every row counts in exactly one of them.
 struct Tally {
     int passed = 0, failed = 0, skipped = 0, unsupported = 0, xfail = 0, xpass = 0;
     std::vector<std::string> waived;  // MUST checks that failed as expected (XFAIL)
+    int ran = 0;  // rows whose check was run: a run of none certifies nothing
+    // Why the run ended before every check ran (a stop request, the run's
+    // time, a driver that stopped answering); empty when it did not.
+    std::string stopped;
+    int not_run = 0;  // checks left unrun by that
     bool incomplete = false;
     // What the checks left in the store (leftover.hpp): the sums, the checks
     // that left something, the checks after which nobody could tell.
@@ -29,9 +35,11 @@ struct Tally {
     std::vector<std::string> left_by, left_unknown;
 
     void add(const Row &row);
-    bool conformant() const { return failed == 0 && xpass == 0 && !incomplete; }
-    // "CONFORMANT", "NOT CONFORMANT", or "CONFORMANT EXCEPT WAIVED MUST CHECKS: a, b"
-    // (CI may stay green on waivers, the claim of full conformance may not).
+    bool conformant() const { return failed == 0 && xpass == 0 && !incomplete && ran > 0; }
+    // "CONFORMANT", "NOT CONFORMANT", "NO CHECK RAN" (a selection that runs
+    // nothing, or a driver that supports nothing, certifies nothing), or
+    // "CONFORMANT EXCEPT WAIVED MUST CHECKS: a, b" (CI may stay green on
+    // waivers, the claim of full conformance may not).
     std::string verdict() const;
 };
 

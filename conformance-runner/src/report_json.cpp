@@ -55,6 +55,8 @@ void json_summary(std::ostream &out, const Tally &t)
 {
     out << "{\"summary\":{\"verdict\":" << json_quote(t.verdict()) << ",\"conformant\":"
         << (t.conformant() ? "true" : "false") << ",\"complete\":" << (t.incomplete ? "false" : "true")
+        << ",\"stopped\":" << (t.stopped.empty() ? "null" : json_quote(t.stopped)) << ",\"ran\":" << t.ran
+        << ",\"not_run\":" << t.not_run
         << ",\"passed\":" << t.passed << ",\"failed\":" << t.failed << ",\"skipped\":" << t.skipped
         << ",\"not_supported\":" << t.unsupported << ",\"xfail\":" << t.xfail << ",\"xpass\":" << t.xpass
         << ",\"waived\":" << json_string_array(t.waived) << ",\"left\":{\"keys\":" << t.left_keys

@@ -6,6 +6,7 @@ namespace kvblob::conformance {
 
 void Tally::add(const Row &row)
 {
+    ran += row.ran ? 1 : 0;
     switch (row.outcome.status) {
     case Status::pass: ++passed; break;
     case Status::skipped: ++skipped; break;
@@ -26,6 +27,7 @@ void Tally::add(const Row &row)
 
 std::string Tally::verdict() const
 {
+    if (failed == 0 && xpass == 0 && !incomplete && ran == 0) return "NO CHECK RAN";
     if (!conformant()) return "NOT CONFORMANT";
     if (waived.empty()) return "CONFORMANT";
     std::string out = "CONFORMANT EXCEPT WAIVED MUST CHECKS:";
@@ -66,7 +68,9 @@ void print_summary(std::ostream &out, const Tally &t, const std::string &key_pre
     out << t.passed << " passed, " << t.failed << " failed, " << t.skipped << " skipped, " << t.unsupported
         << " not supported, " << t.xfail << " xfail, " << t.xpass << " xpass\n"
         << t.verdict() << "\n";
-    if (t.incomplete) out << "run incomplete: interrupted before every check ran\n";
+    if (t.incomplete)
+        out << "run incomplete: " << (t.stopped.empty() ? "interrupted before every check ran" : t.stopped) << "; "
+            << t.not_run << (t.not_run == 1 ? " check" : " checks") << " not run\n";
 }
 
 }  // namespace kvblob::conformance

@@ -63,6 +63,8 @@ expect "--bytes: '-1' is not a size" kvblob-bench --driver memory --bytes=-1
 expect "--timeout: '0' is not a positive whole number" kvblob-conformance --driver memory --timeout 0
 expect "--timeout: 'nan' is not a positive whole number" kvblob-conformance --driver memory --timeout nan
 expect "--repeat: '-2' is not a positive whole number" kvblob-conformance --driver memory --repeat=-2
+expect "--run-timeout: '0' is not a positive whole number" kvblob-conformance --driver memory --run-timeout 0
+expect "--give-up-after: '-1' is not a whole number" kvblob-conformance --driver memory --give-up-after=-1
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures case(s) failed"

@@ -1,0 +1,191 @@
+// kvblob-conformance against drivers that attack it rather than break a
+// rule (tests/fixtures/hostile_driver.cpp): the runner is not crashed,
+// stalled or fooled, and a run that ran nothing, or could not finish, says
+// so in its verdict and its exit code.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "conformance/runner_cli.hpp"
+
+namespace {
+
+const std::string fixtures = KVBLOB_FIXTURE_DIR;
+const std::string hanging = fixtures + "/../broken/libkvblob_broken_runner_hang_in_put.so";
+
+std::string hostile(const std::string &way) { return fixtures + "/libkvblob_hostile_" + way + ".so"; }
+
+// The largest resident set among the processes `command` ran (the runner
+// and its children), in KiB: measured in a child of this test, so that no
+// earlier test's processes count.
+long peak_rss_kib(const std::string &command, CommandResult &result)
+{
+    int out[2];
+    REQUIRE(pipe(out) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(out[0]);
+        const CommandResult r = run_command(command);
+        rusage usage{};
+        getrusage(RUSAGE_CHILDREN, &usage);
+        const std::string text = std::to_string(r.exit_code) + " " + std::to_string(usage.ru_maxrss) + "\n" + r.output;
+        for (size_t done = 0; done < text.size();) {
+            const ssize_t n = write(out[1], text.data() + done, text.size() - done);
+            if (n <= 0) break;
+            done += static_cast<size_t>(n);
+        }
+        _exit(0);
+    }
+    close(out[1]);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+    close(out[0]);
+    waitpid(pid, nullptr, 0);
+    long peak = -1;
+    std::istringstream head(text.substr(0, text.find('\n')));
+    head >> result.exit_code >> peak;
+    result.output = text.substr(text.find('\n') + 1);
+    return peak;
+}
+
+}  // namespace
+
+TEST_CASE("a driver that calls exit() in open: the probe's verdict says so, and the runner does not abort")
+{
+    auto r = runner("--driver " + hostile("exit_in_open") + " --filter data.round-trip.one-row");
+    INFO(r.output);
+    CHECK(r.exit_code == 3);
+    CHECK(r.output.find("the probe of the driver (one open, then close) ended without an answer (exit status 0): "
+                        "the driver ended the process") != std::string::npos);
+    CHECK(r.output.find("terminate") == std::string::npos);
+}
+
+TEST_CASE("a driver that calls exit() in close: that check is CRASH, and the run goes on")
+{
+    // Only a driver that was asked to put exits in its close: the probe
+    // (open, close) answers, and so does a check that only gets.
+    auto r = runner("--driver " + hostile("exit_in_close") + " --filter data.round-trip.one-row --filter data.miss.untouched");
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("[CRASH] data.round-trip.one-row: the check exited without a result (exit status 0)") !=
+          std::string::npos);
+    CHECK(r.output.find("\n[PASS] data.miss.untouched\n") != std::string::npos);
+    CHECK(r.output.find("\nNOT CONFORMANT\n") != std::string::npos);
+}
+
+TEST_CASE("a driver that forks: each check's processes end with it, and no check waits on them")
+{
+    const auto pids = temp_path("hostile-pids"), out = temp_path("hostile-fork.out");
+    std::filesystem::remove(pids);
+    // The output goes to a file: a process left running holds what the
+    // runner's children held, and a pipe to this test would never close.
+    auto r = run_command("KVBLOB_HOSTILE_PIDS=" + pids + " " KVBLOB_CONFORMANCE_BIN " --driver " + hostile("fork") +
+                         " --timeout 30 --filter data.round-trip.one-row --filter data.miss.untouched > " + out);
+    const auto output = slurp(out);
+    INFO(output);
+    CHECK(r.exit_code == 0);
+    CHECK(output.find("\n[PASS] data.round-trip.one-row\n") != std::string::npos);
+    CHECK(output.find("\n[PASS] data.miss.untouched\n") != std::string::npos);
+    CHECK(output.find("\nCONFORMANT\n") != std::string::npos);
+    // Every process the driver started (one per open: the probe's and the
+    // checks') was killed and reaped before the runner exited.
+    std::ifstream in(pids);
+    std::vector<pid_t> started;
+    for (pid_t pid; in >> pid;) started.push_back(pid);
+    CHECK(started.size() >= 3);
+    for (pid_t pid : started) {
+        const bool gone = kill(pid, 0) != 0 && errno == ESRCH;
+        CHECK_MESSAGE(gone, "process " << pid << " outlived the run");
+        if (!gone) kill(pid, SIGKILL);  // not left behind by a failing test either
+    }
+    std::filesystem::remove(pids);
+    std::filesystem::remove(out);
+}
+
+TEST_CASE("a driver that floods stderr: the runner keeps a bounded tail, not the flood")
+{
+    // The fixture writes 256 MiB at each open; the runner keeps 64 KiB of it.
+    CommandResult r;
+    const long peak = peak_rss_kib(std::string(KVBLOB_CONFORMANCE_BIN) + " --driver " + hostile("stderr_flood") +
+                                       " --filter data.round-trip.one-row",
+                                   r);
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("\n[PASS] data.round-trip.one-row\n") != std::string::npos);
+    CHECK(peak > 0);
+    CHECK(peak < 128 * 1024);
+}
+
+TEST_CASE("a driver that writes a verdict to the child's report channel cannot forge a PASS")
+{
+    auto r = runner("--driver " + hostile("forge_pass") + " --filter data.round-trip.one-row");
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("[FAIL] data.round-trip.one-row: the check's report channel (descriptor 3) carried ") !=
+          std::string::npos);
+    CHECK(r.output.find("[PASS]") == std::string::npos);
+}
+
+TEST_CASE("a run that ran no check certifies nothing: NO CHECK RAN, exit 5, with --strict too")
+{
+    for (const char *strict : {"", " --strict"}) {
+        INFO("flag: '" << strict << "'");
+        auto r = runner(std::string("--driver memory --exclude '*'") + strict);
+        CHECK(r.exit_code == 5);
+        CHECK(r.output.find("\nNO CHECK RAN\n") != std::string::npos);
+        CHECK(r.output.find("\nCONFORMANT\n") == std::string::npos);
+    }
+    // Only checks the driver does not support: nothing ran either.
+    auto unsupported = runner("--driver memory --filter admission.hint-gated");
+    CHECK(unsupported.exit_code == 5);
+    CHECK(unsupported.output.find("\nNO CHECK RAN\n") != std::string::npos);
+}
+
+TEST_CASE("a driver that stopped answering: the run gives up after --give-up-after TIMEOUTs in a row")
+{
+    const auto json = temp_path("gave-up.json");
+    // Six checks that put; the driver hangs in every put.
+    auto r = runner("--driver " + hanging + " --timeout 2 --filter 'data.round-trip.*' --json " + json);
+    INFO(r.output);
+    CHECK(r.exit_code == 1);  // the checks it hung in failed: NOT CONFORMANT
+    size_t timeouts = 0;
+    for (size_t at = 0; (at = r.output.find("\n[TIMEOUT] data.round-trip.", at)) != std::string::npos; ++at) ++timeouts;
+    CHECK(timeouts == 3);
+    CHECK(r.output.find("\nNOT CONFORMANT\nrun incomplete: the driver stopped answering: 3 checks in a row were "
+                        "TIMEOUT (--give-up-after 3); 3 checks not run\n") != std::string::npos);
+    const auto report = slurp(json);
+    CHECK(report.find("\"status\":\"SKIPPED\",\"message\":\"not run: the driver stopped answering") != std::string::npos);
+    CHECK(report.find("\"complete\":false,\"stopped\":\"the driver stopped answering") != std::string::npos);
+    std::filesystem::remove(json);
+}
+
+TEST_CASE("--run-timeout bounds the whole run: the check in progress is cut, the rest not run, exit 4")
+{
+    auto r = runner("--driver " + hanging +
+                    " --timeout 600 --give-up-after 0 --run-timeout 5 --filter data.round-trip.one-row "
+                    "--filter admission.no-rows");
+    INFO(r.output);
+    CHECK(r.exit_code == 4);
+    // On a loaded machine the probe itself may be what the run's time cut.
+    CHECK(r.output.find("the run's time ran out (--run-timeout 5 s)") != std::string::npos);
+    CHECK(r.output.find("[PASS]") == std::string::npos);
+}
+
+TEST_CASE("--help names the run's bound and every exit code")
+{
+    auto r = runner("--help");
+    CHECK(r.exit_code == 0);
+    for (const char *text : {"--run-timeout", "(default 1800)", "--give-up-after", "5 no check ran"})
+        CHECK_MESSAGE(r.output.find(text) != std::string::npos, text);
+}
