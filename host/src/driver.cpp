@@ -425,14 +425,31 @@ DriverCore::OpRecord &DriverCore::record_of(kvblob_op_t *op, const char *member)
 
 bool DriverCore::is_final(kvblob_op_t *op)
 {
+    // The driver is asked without mu_ held: a poll may run the operation's
+    // queued work in this thread (a waiter doing its own work, rather than
+    // waiting for a busy machine to schedule the driver's worker), and the
+    // host's other calls on this driver must not wait for that. The handle
+    // is checked live first; its owner (an Operation) is the only one that
+    // may release it, so it stays live across the unlocked call.
+    {
+        Locked locked(*this);
+        record_of(op, "is_final");
+    }
+    uint32_t fin = 0;
+    const bool final = call(&kvblob_plugin_t::poll, "poll", KVBLOB_E_INTERNAL, handle, op, &fin) == KVBLOB_OK && fin != 0;
     Locked locked(*this);
-    return observe_final(op, record_of(op, "is_final"));
+    return judge_final(final, record_of(op, "is_final"));
 }
 
 bool DriverCore::observe_final(kvblob_op_t *op, OpRecord &record)
 {
     uint32_t fin = 0;
     const bool final = call(&kvblob_plugin_t::poll, "poll", KVBLOB_E_INTERNAL, handle, op, &fin) == KVBLOB_OK && fin != 0;
+    return judge_final(final, record);
+}
+
+bool DriverCore::judge_final(bool final, OpRecord &record)
+{
     if (final) record.final_seen = true;
     if (!final && record.final_seen) {
         if (record.rules_logged.insert("R-ROW-1 poll").second)
