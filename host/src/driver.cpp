@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <future>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <thread>
 #include <utility>
@@ -468,7 +469,15 @@ kvblob_access DriverCore::access(kvblob_op_t *op)
 
 std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
 {
-    Locked locked(*this);
+    std::optional<Locked> locked(std::in_place, *this);
+    if (!record_of(op, "results").final_seen) {
+        // Not seen final yet: asked first without mu_ (is_final), since that
+        // poll may run the operation's queued work, and the driver's log
+        // calls made meanwhile must reach a sink free to call the host.
+        locked.reset();
+        is_final(op);
+        locked.emplace(*this);
+    }
     OpRecord &record = record_of(op, "results");
     const bool final = observe_final(op, record);
     // The driver's answers land in a buffer this thread keeps for the next
