@@ -202,11 +202,18 @@ void MemoryDriver::run(MemoryOp &op)
     }
     if (late_touch) {
         // Keeps reading the caller's memory for 300 ms after saying access
-        // ended, so the check's revoked window catches it however late it comes.
-        for (int i = 0; i < 60; ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            [[maybe_unused]] volatile uint8_t byte = *late_touch;
-        }
+        // ended, so the check's revoked window catches it however late it
+        // comes. On a worker: had a waiting poll run this operation, touches
+        // made inside that poll would all come before the caller could
+        // revoke anything.
+        auto touch = [late_touch] {
+            for (int i = 0; i < 60; ++i) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                [[maybe_unused]] volatile uint8_t byte = *late_touch;
+            }
+        };
+        if (mode_ == Mode::background) workers_.push(touch);
+        else touch();
     }
 }
 

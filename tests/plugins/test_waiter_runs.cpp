@@ -115,7 +115,7 @@ bool final_now(GateDriver &d, kvblob_op_t *op)
 
 }  // namespace
 
-TEST_CASE("waiter runs: a poll runs its own queued operation in the polling thread, once; drain and close follow")
+TEST_CASE("waiter runs: a poll runs its own queued operation in the polling thread, once, and drain and close follow")
 {
     GateDriver d(true);
     kvblob_op_t *gate = probe(d, "gate");
@@ -137,7 +137,7 @@ TEST_CASE("waiter runs: a poll runs its own queued operation in the polling thre
     CHECK(d.can_close() == KVBLOB_OK);
 }
 
-TEST_CASE("waiter runs: without it, a poll never runs an operation; the worker runs it once the gate opens")
+TEST_CASE("waiter runs: without it, a poll never runs an operation, and the worker runs it once the gate opens")
 {
     GateDriver d(false);
     kvblob_op_t *gate = probe(d, "gate");

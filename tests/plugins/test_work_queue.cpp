@@ -168,7 +168,7 @@ private:
 
 }  // namespace
 
-TEST_CASE("work queue: a waiter runs its own queued job in its thread, once; a job a worker took or never queued is not run")
+TEST_CASE("work queue: a waiter runs its own queued job in its thread, once, and never a job a worker took or that was never queued")
 {
     WorkQueue q;
     q.start(1);
