@@ -13,6 +13,7 @@
 
 #include "baseline.hpp"
 #include "block_key_bench.hpp"
+#include "busy_load.hpp"
 #include "completion_latency.hpp"
 #include "driver_lane.hpp"
 #include "kvblob/support/device_copy.hpp"
@@ -76,6 +77,13 @@ int main(int argc, char **argv)
                    "machine whose other work interrupts some of them; both sides alike)")
         ->check(CLI::IsMember({"mean", "median"}))
         ->capture_default_str();
+    unsigned load = 0;
+    app.add_option("--load", load,
+                   "Run N busy threads (a hash loop each) beside the driver's lanes and the baseline's for the whole "
+                   "run, so that each ratio compares both under the same load; N equal to the number of cores "
+                   "shows what a driver keeps of its speed on a shared machine")
+        ->check(CLI::Range(0u, 1024u))
+        ->capture_default_str();
     bool completion = false;
     std::string modes_text = "blocking,background";
     app.add_flag("--completion", completion,
@@ -84,6 +92,10 @@ int main(int argc, char **argv)
     app.add_option("--modes", modes_text, "With --completion: the values of the driver's mode option to measure")
         ->capture_default_str();
     if (auto code = cli::parse(app, argc, argv)) return *code;
+    // Before anything is measured, and for the whole run: the driver's
+    // lanes and the baseline's alike run beside it.
+    std::optional<BusyLoad> busy;
+    if (load) busy.emplace(load);
     if (block_keys_mode) {
         block_key_settings.duration = Seconds(duration);
         return run_block_key_bench(block_key_settings, json, std::cout);
@@ -157,6 +169,7 @@ int main(int argc, char **argv)
     info.duration_s = duration;
     info.byte_budget = budget.bytes;
     info.statistic = statistic_text;
+    info.load = load;
     const bool device = memory_kind == "device";
     if (device) {
         if (const std::string why = support::cuda_unavailable_reason(); !why.empty()) {

@@ -54,7 +54,9 @@ void print_table(std::ostream &out, const RunInfo &info, const std::vector<Resul
     out << "\nbaseline " << (info.baseline_name.empty() ? "none: " + info.no_baseline_reason : info.baseline_name)
         << "; " << fixed(info.duration_s, 2) << " s per point; throughput from the " << info.statistic
         << (info.statistic == "median" ? " operation" : " over the operations")
-        << "; every lane's rows in page-aligned memory\n\n";
+        << "; every lane's rows in page-aligned memory";
+    if (info.load) out << "; under load: " << info.load << " busy thread(s) beside every lane";
+    out << "\n\n";
     char line[512];
     std::snprintf(line, sizeof line, "%-5s %6s %5s %3s %9s %11s %9s %19s %19s %9s %7s  %s\n", "op", "size", "batch",
                   "thr", "GB/s", "rows/s", "ns/row", "submit us p50/p99", "done us p50/p99", "base GB/s", "ratio",
@@ -89,7 +91,7 @@ void write_json(std::ostream &out, const RunInfo &info, const std::vector<Result
         << ",\"options\":" << json_string_array(info.options) << "},\"baseline\":"
         << (info.baseline_name.empty() ? "null" : json_quote(info.baseline_name));
     if (info.baseline_name.empty()) out << ",\"no_baseline_reason\":" << json_quote(info.no_baseline_reason);
-    out << ",\"statistic\":" << json_quote(info.statistic) << ",\"duration_s\":" << fixed(info.duration_s, 3) << ",\"byte_budget\":" << info.byte_budget
+    out << ",\"statistic\":" << json_quote(info.statistic) << ",\"load_threads\":" << info.load << ",\"duration_s\":" << fixed(info.duration_s, 3) << ",\"byte_budget\":" << info.byte_budget
         << ",\"points\":[";
     for (size_t i = 0; i < results.size(); ++i) {
         const auto &r = results[i];

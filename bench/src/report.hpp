@@ -28,6 +28,7 @@ struct RunInfo {
     double duration_s = 0;
     uint64_t byte_budget = 0;
     std::string statistic = "mean";  // how throughput is reported (measure.hpp)
+    unsigned load = 0;  // --load: busy threads beside every lane
 };
 
 void print_table(std::ostream &out, const RunInfo &info, const std::vector<Result> &results);

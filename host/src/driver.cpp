@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <future>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <thread>
 #include <utility>
@@ -436,14 +437,31 @@ DriverCore::OpRecord &DriverCore::record_of(kvblob_op_t *op, const char *member)
 
 bool DriverCore::is_final(kvblob_op_t *op)
 {
+    // The driver is asked without mu_ held: a poll may run the operation's
+    // queued work in this thread (a waiter doing its own work, rather than
+    // waiting for a busy machine to schedule the driver's worker), and the
+    // host's other calls on this driver must not wait for that. The handle
+    // is checked live first; its owner (an Operation) is the only one that
+    // may release it, so it stays live across the unlocked call.
+    {
+        Locked locked(*this);
+        record_of(op, "is_final");
+    }
+    uint32_t fin = 0;
+    const bool final = call(&kvblob_plugin_t::poll, "poll", KVBLOB_E_INTERNAL, handle, op, &fin) == KVBLOB_OK && fin != 0;
     Locked locked(*this);
-    return observe_final(op, record_of(op, "is_final"));
+    return judge_final(final, record_of(op, "is_final"));
 }
 
 bool DriverCore::observe_final(kvblob_op_t *op, OpRecord &record)
 {
     uint32_t fin = 0;
     const bool final = call(&kvblob_plugin_t::poll, "poll", KVBLOB_E_INTERNAL, handle, op, &fin) == KVBLOB_OK && fin != 0;
+    return judge_final(final, record);
+}
+
+bool DriverCore::judge_final(bool final, OpRecord &record)
+{
     if (final) record.final_seen = true;
     if (!final && record.final_seen) {
         if (record.rules_logged.insert("R-ROW-1 poll").second)
@@ -462,7 +480,15 @@ kvblob_access DriverCore::access(kvblob_op_t *op)
 
 std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
 {
-    Locked locked(*this);
+    std::optional<Locked> locked(std::in_place, *this);
+    if (!record_of(op, "results").final_seen) {
+        // Not seen final yet: asked first without mu_ (is_final), since that
+        // poll may run the operation's queued work, and the driver's log
+        // calls made meanwhile must reach a sink free to call the host.
+        locked.reset();
+        is_final(op);
+        locked.emplace(*this);
+    }
     OpRecord &record = record_of(op, "results");
     const bool final = observe_final(op, record);
     // The driver's answers land in a buffer this thread keeps for the next

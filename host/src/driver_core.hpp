@@ -155,6 +155,8 @@ private:
     // Caller holds mu_. Polls op; once final it stays final, whatever the
     // driver answers later (which is logged).
     bool observe_final(kvblob_op_t *op, OpRecord &record);
+    // Records what poll answered (R-ROW-1: final never goes back). Holds mu_.
+    bool judge_final(bool final, OpRecord &record);
     kvblob_status release_locked(kvblob_op_t *op);
     // Caller holds mu_. The host's record of op; throws CallError (R-OPS-1)
     // for a handle the host does not hold, so no dead handle reaches the

@@ -131,6 +131,7 @@ std::unique_ptr<FileDriver> FileDriver::open(const kvblob_open_args_t &args, kvb
     const std::string &sync = o.text("fsync");
     s.sync = sync == "full" ? Sync::full : sync == "data" ? Sync::data : Sync::none;
     s.direct = o.flag("direct");
+    s.waiter_runs = o.flag("waiter_runs");
     const int64_t fanout = o.integer("fanout");
     if (fanout < 0 || fanout > 4) throw support::OptionError("option 'fanout' must be between 0 and 4");
     s.fanout = static_cast<unsigned>(fanout);
@@ -149,7 +150,11 @@ FileDriver::FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *
     : QueuedDriver(caps, host), settings_(std::move(settings))
 {
     if (settings_.capacity) used_ = stored_bytes(settings_.root);
-    start_workers(workers);
+    // A waiting poll may run its own queued operation: through the page
+    // cache that is bounded local work. Not with direct I/O or an fsync,
+    // where an operation waits for the disk (poll never blocks), nor with
+    // direct's staging buffer, one per worker thread.
+    start_workers(workers, settings_.waiter_runs && !settings_.direct && settings_.sync == Sync::none);
 }
 
 FileDriver::~FileDriver()

@@ -35,6 +35,7 @@ struct Settings {
     bool direct = false;
     unsigned fanout = 2;
     std::chrono::milliseconds reservation_expiry{30000};
+    bool waiter_runs = true;  // where sync is none and not direct
 };
 
 class FileDriver : public support::QueuedDriver {

@@ -80,7 +80,8 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     auto store = Store::named(store_name, o.bytes("capacity"));
     if (KVBLOB_BREAKS("m.cap1.limits-shared"))  // the store's budget split between the drivers open on it
         caps.max_ops_in_flight = std::max<uint64_t>(1, caps.max_ops_in_flight / store.use_count());
-    std::unique_ptr<MemoryDriver> driver(new MemoryDriver(caps, args.host, std::move(store), mode, workers, access_delay));
+    std::unique_ptr<MemoryDriver> driver(new MemoryDriver(caps, args.host, std::move(store), mode, workers,
+                                                          access_delay, o.flag("waiter_runs")));
 #ifdef KVBLOB_BROKEN_BUILD
     // The broken builds of R-OPN-2: a secret repeated in a log line, in a row's message.
     if (KVBLOB_BREAKS("open.secret-unspoken"))
@@ -92,8 +93,9 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
 
 MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
                            std::shared_ptr<Store> store, Mode mode, unsigned workers,
-                           std::chrono::milliseconds access_delay)
-    : DriverBase(caps, host), store_(std::move(store)), mode_(mode), access_delay_(access_delay)
+                           std::chrono::milliseconds access_delay, bool waiter_runs)
+    : DriverBase(caps, host), store_(std::move(store)), mode_(mode), access_delay_(access_delay),
+      waiter_runs_(waiter_runs)
 {
     if (mode_ == Mode::background) workers_.start(workers);
 }
@@ -158,10 +160,28 @@ void MemoryDriver::dispatch(MemoryOp &op)
 {
     switch (mode_) {
     case Mode::blocking: run(op); break;
-    case Mode::background: workers_.push([this, &op] { run(op); }); break;
+    case Mode::background:
+        // A poll that finds op still queued runs it in the waiting thread
+        // (run_queued); the job says it began, so later polls only look.
+        if (!waiter_runs_) {
+            workers_.push([this, &op] { run(op); });
+            break;
+        }
+        op.queued.store(true, std::memory_order_relaxed);
+        workers_.push(
+            [this, &op] {
+                op.queued.store(false, std::memory_order_relaxed);
+                run(op);
+            },
+            &op);
+        break;
     case Mode::controlled: break;  // waits for advance()
     }
 }
+
+// Background mode: the waiting caller copies its own rows when no worker
+// took them yet (a copy in memory: bounded work, as blocking mode's put).
+bool MemoryDriver::run_queued(Op &op) { return workers_.run_queued(&op); }
 
 void MemoryDriver::stop()
 {
@@ -195,11 +215,18 @@ void MemoryDriver::run(MemoryOp &op)
     }
     if (late_touch) {
         // Keeps reading the caller's memory for 300 ms after saying access
-        // ended, so the check's revoked window catches it however late it comes.
-        for (int i = 0; i < 60; ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            [[maybe_unused]] volatile uint8_t byte = *late_touch;
-        }
+        // ended, so the check's revoked window catches it however late it
+        // comes. On a worker: had a waiting poll run this operation, touches
+        // made inside that poll would all come before the caller could
+        // revoke anything.
+        auto touch = [late_touch] {
+            for (int i = 0; i < 60; ++i) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                [[maybe_unused]] volatile uint8_t byte = *late_touch;
+            }
+        };
+        if (mode_ == Mode::background) workers_.push(touch);
+        else touch();
     }
 }
 

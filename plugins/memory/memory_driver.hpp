@@ -3,7 +3,9 @@
 // Modes (option mode=):
 //   blocking    the operation is final, and its access ended, when put/get
 //               returns;
-//   background  the handle comes back at once; worker threads complete it;
+//   background  the handle comes back at once; worker threads complete it,
+//               or, with waiter_runs (the default), a poll that finds it
+//               still queued, in the polling thread;
 //   controlled  nothing moves until advance() (kvblob.scenarios/1) releases
 //               each stage: START, TRANSFER_END, then COMMIT and ACCESS_END
 //               in either order. This is how tests show that results and
@@ -70,13 +72,14 @@ protected:
     void start(Op &op) override;
     void on_cancel(Op &op) override;
     void stop() override;
+    bool run_queued(Op &op) override;
 #ifdef KVBLOB_BROKEN_BUILD
     void refused_midway(Op &op, uint64_t refused_at) override;
 #endif
 
 private:
     MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, std::shared_ptr<Store> store,
-                 Mode mode, unsigned workers, std::chrono::milliseconds access_delay);
+                 Mode mode, unsigned workers, std::chrono::milliseconds access_delay, bool waiter_runs);
 
     void run(MemoryOp &op);  // every stage, in order
     void transfer(MemoryOp &op);
@@ -114,7 +117,9 @@ private:
     std::vector<MemoryOp *> deferred_;
 #endif
 
-    // Background mode's workers.
+    // Background mode's workers; with waiter_runs, a poll that finds its
+    // operation still queued runs it itself.
+    const bool waiter_runs_;
     support::WorkQueue workers_;
 };
 

@@ -20,6 +20,10 @@ constexpr std::array<kvblob_option_desc_t, 7> own_options = {{
            "blocking: final on return; background: worker threads complete operations; controlled: stages "
            "advance only through the scenario hooks (tests)."),
     option(KVBLOB_OPTION_INT, "workers", "2", nullptr, "Worker threads in background mode."),
+    option(KVBLOB_OPTION_BOOL, "waiter_runs", "true", nullptr,
+           "Background mode: a poll that finds its operation still queued copies its rows in the polling thread "
+           "rather than waiting for a worker's time slice (what keeps the mode fast when every core is busy). "
+           "false: only the workers do an operation's work."),
     option(KVBLOB_OPTION_BOOL, "hints", "true", nullptr,
            "Declare the hints capability (a copy of each hint is kept with its operation)."),
     option(KVBLOB_OPTION_MILLISECONDS, "access_delay_ms", "0", nullptr,

@@ -130,3 +130,129 @@ TEST_CASE("work queue: stop runs every job already queued")
         CHECK(done.now() == 101);
     }
 }
+
+// run_queued: a thread that waits for a job runs it itself when no worker
+// took it yet (the bundled drivers' polls, DriverBase::run_queued).
+
+namespace {
+
+// Holds a queue's only worker inside a job until opened, so that what is
+// pushed meanwhile stays queued: the test knows, without timing, that no
+// worker can take it.
+class BusyWorker {
+public:
+    explicit BusyWorker(WorkQueue &q)
+    {
+        q.push([this] {
+            std::unique_lock lock(mu_);
+            inside_ = true;
+            cv_.notify_all();
+            cv_.wait(lock, [&] { return open_; });
+        });
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return inside_; });
+    }
+    ~BusyWorker() { open(); }
+    void open()
+    {
+        std::lock_guard lock(mu_);
+        open_ = true;
+        cv_.notify_all();
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool inside_ = false, open_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("work queue: a waiter runs its own queued job in its thread, once, and never a job a worker took or that was never queued")
+{
+    WorkQueue q;
+    q.start(1);
+    BusyWorker busy(q);
+    int tags[3];
+    std::thread::id ran_on;
+    int runs = 0;
+    q.push([&] { ran_on = std::this_thread::get_id(), ++runs; }, &tags[0]);
+    q.push([&] { ++runs; }, &tags[1]);
+    CHECK_FALSE(q.run_queued(&tags[2]));  // never pushed
+    CHECK_FALSE(q.run_queued(nullptr));   // untagged jobs are never taken
+    CHECK(runs == 0);
+    REQUIRE(q.run_queued(&tags[0]));
+    CHECK(runs == 1);
+    CHECK(ran_on == std::this_thread::get_id());
+    CHECK_FALSE(q.run_queued(&tags[0]));  // taken already: not run twice
+    busy.open();
+    q.stop();  // the worker runs what is left: tags[1]'s job
+    CHECK(runs == 2);
+    CHECK_FALSE(q.run_queued(&tags[1]));
+}
+
+TEST_CASE("work queue: jobs taken by waiters and by workers at once each run exactly once")
+{
+    for (unsigned workers : {1u, 2u}) {
+        CAPTURE(workers);
+        WorkQueue q;
+        q.start(workers);
+        constexpr int per_thread = 2000, threads = 3;
+        std::vector<std::atomic<int>> runs(per_thread * threads);
+        std::atomic<int> by_waiters{0};
+        DoneCount done;
+        std::vector<std::thread> waiters;
+        for (int t = 0; t < threads; ++t)
+            waiters.emplace_back([&, t] {
+                for (int j = 0; j < per_thread; ++j) {
+                    std::atomic<int> &mine = runs[t * per_thread + j];
+                    q.push([&] { mine.fetch_add(1); done.one(); }, &mine);
+                    // Of three jobs, one is taken back after the next push, one
+                    // at once, and one left to the workers: both sides run jobs,
+                    // and a waiter races a watching worker for some.
+                    if (j % 3 == 1 && q.run_queued(&runs[t * per_thread + j - 1])) by_waiters.fetch_add(1);
+                    if (j % 3 == 1 && q.run_queued(&mine)) by_waiters.fetch_add(1);
+                }
+            });
+        for (auto &t : waiters) t.join();
+        REQUIRE(done.reaches(per_thread * threads, 60s));
+        q.stop();
+        int wrong = 0;
+        for (auto &r : runs) wrong += r.load() != 1;
+        CHECK(wrong == 0);
+        CHECK(done.now() == per_thread * threads);
+        MESSAGE("taken back by waiters: " << by_waiters.load() << " of " << per_thread * threads);
+    }
+}
+
+TEST_CASE("work queue: a job a waiter runs may push and take back jobs, and wait for a worker's job, without deadlock")
+{
+    WorkQueue q;
+    q.start(1);
+    BusyWorker busy(q);
+    int outer_tag, inner_tag;
+    bool inner_ran = false, worker_job_ran = false;
+    std::mutex mu;
+    std::condition_variable cv;
+    q.push(
+        [&] {
+            // The queue's lock is not held while a taken job runs: it can
+            // queue and take back a job of its own...
+            q.push([&] { inner_ran = true; }, &inner_tag);
+            CHECK(q.run_queued(&inner_tag));
+            // ...and wait for a job only a worker runs.
+            q.push([&] {
+                std::lock_guard lock(mu);
+                worker_job_ran = true;
+                cv.notify_all();
+            });
+            busy.open();
+            std::unique_lock lock(mu);
+            CHECK(cv.wait_for(lock, 60s, [&] { return worker_job_ran; }));
+        },
+        &outer_tag);
+    REQUIRE(q.run_queued(&outer_tag));
+    CHECK(inner_ran);
+    CHECK(worker_job_ran);
+    q.stop();
+}

@@ -176,12 +176,14 @@ def test_threads_get_while_another_drains():
     with kvblob.load("memory").open({"store": "pytest-threads", "workers": "2"}) as driver:
         rs = driver.register(src)
         assert driver.put([(f"t/{i}", rs, i * 16384, 16384) for i in range(16)]).wait(10)
-        delivered, refused, wrong = [0], [0], [0]
+        delivered, refused, wrong, registered = [0], [0], [0], [0]
         lock = threading.Lock()
 
         def reader(seed):
             dst = np.zeros_like(src)
             rd = driver.register(dst)
+            with lock:
+                registered[0] += 1
             while True:
                 try:
                     op = driver.get([(f"t/{i}", rd, i * 16384, 16384) for i in range(16)])
@@ -202,10 +204,12 @@ def test_threads_get_while_another_drains():
         for t in threads:
             t.start()
         # The readers make progress while this thread waits: the GIL is
-        # released inside the driver calls.
+        # released inside the driver calls. Every reader registered first: a
+        # get now runs in its reader's own thread when no worker took it, so
+        # 20 deliveries can come before the last reader started.
         while True:
             with lock:
-                if delivered[0] >= 20:
+                if delivered[0] >= 20 and registered[0] == 4:
                     break
         assert driver.drain(10) == "KVBLOB_OK"
         for t in threads:

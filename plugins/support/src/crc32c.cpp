@@ -46,7 +46,9 @@ uint32_t crc_portable(uint32_t crc, const uint8_t *p, size_t n)
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) uint32_t crc_sse42(uint32_t crc, const uint8_t *p, size_t n)
+// Never inlined: inlined into the AVX-512 path below, GCC may compile its
+// copies and loads with vector registers after that path's vzeroupper.
+__attribute__((target("sse4.2"), noinline)) uint32_t crc_sse42(uint32_t crc, const uint8_t *p, size_t n)
 {
     uint64_t c = crc;
     while (n >= 8) {
@@ -61,7 +63,7 @@ __attribute__((target("sse4.2"))) uint32_t crc_sse42(uint32_t crc, const uint8_t
     return c32;
 }
 
-__attribute__((target("sse4.2"))) uint32_t crc_copy_sse42(uint32_t crc, uint8_t *d, const uint8_t *s, size_t n)
+__attribute__((target("sse4.2"), noinline)) uint32_t crc_copy_sse42(uint32_t crc, uint8_t *d, const uint8_t *s, size_t n)
 {
     uint64_t c = crc;
     while (n >= 32) {
@@ -266,8 +268,13 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) uint32_t crc_fold512(uint32
     // every legacy SSE instruction after (the trailer's key digest, string
     // code) then paid a state transition: about 100 ns per 4 KiB row.
     _mm256_zeroupper();
+    // Read back one lane at a time through volatile: at -O3 GCC dropped the
+    // store above and extracted the lanes from the register after the
+    // vzeroupper (a register the vzeroupper leaves alone, zmm16), through
+    // ymm0, dirtying the upper halves again.
+    const volatile uint64_t *lanes = folded;
     uint64_t c = 0;
-    for (uint64_t v : folded) c = _mm_crc32_u64(c, v);
+    for (int i = 0; i < 8; ++i) c = _mm_crc32_u64(c, lanes[i]);
     if constexpr (Copy) return crc_copy_sse42(static_cast<uint32_t>(c), d + at, s + at, n - at);
     return crc_sse42(static_cast<uint32_t>(c), s + at, n - at);
 }

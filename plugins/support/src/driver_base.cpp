@@ -394,7 +394,17 @@ kvblob_status DriverBase::poll(kvblob_op_t *handle, uint32_t *is_final)
     if (KVBLOB_BREAKS("m.con1.submitter-thread-only") && as_op(handle)->submitter != std::this_thread::get_id())
         return KVBLOB_E_INVALID;
 #endif
-    *is_final = (as_op(handle)->state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
+    Op &op = *as_op(handle);
+    *is_final = (op.state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
+    if (!*is_final && op.queued.load(std::memory_order_relaxed)) {
+        // The caller waits for op and its work still waits for a worker: the
+        // caller runs it. Counted as a call in progress, so that a drain
+        // that sees op end waits for this call to leave the driver's code
+        // (R-DRN-3), as it does for a blocking put.
+        CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
+        if (run_queued(op))
+            *is_final = (op.state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
+    }
     if (KVBLOB_BREAKS("m.acc1.poll-counts-pending") && !*is_final) {
         uint32_t pending = 0;  // "is_final" taken for a count of rows still to come
         for (const auto &row : as_op(handle)->rows) pending += row.result.load() == KVBLOB_ROW_PENDING;

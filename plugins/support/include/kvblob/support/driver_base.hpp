@@ -115,6 +115,11 @@ struct Op : kvblob_op {
     std::atomic<uint32_t> announcing{0};
     // Set before start() when this operation is to lose its access evidence.
     bool unprovable = false;
+    // Its work waits in a work queue, pushed with the operation as its tag:
+    // a poll that finds it not final may run that work itself
+    // (DriverBase::run_queued). Set before the push; cleared by the job as it
+    // begins, so a poll that reads true only looks, under the queue's lock.
+    std::atomic<bool> queued{false};
 #ifdef KVBLOB_BROKEN_BUILD
     // Mutants only (tests/mutation).
     std::atomic<bool> results_read{false};
@@ -166,6 +171,14 @@ protected:
     virtual void on_cancel(Op &op);
     // Stops worker threads; called by close before deletion.
     virtual void stop() {}
+    // A poll found op not final while op.queued is set: the driver runs op's
+    // queued work in the polling thread if no worker took it yet, and says
+    // whether it did. A caller polls when it waits for op; on a machine
+    // whose cores are all busy, the worker that would run it waits for a
+    // time slice while the caller sits idle. Only a driver whose work is
+    // bounded local work (copies, local files) overrides it: poll never
+    // waits on a store's network round trip.
+    virtual bool run_queued(Op &) { return false; }
     // A store that must know the memory it moves to and from (to register
     // it for zero-copy transfers) does so here; a refusal refuses the
     // registration with why.

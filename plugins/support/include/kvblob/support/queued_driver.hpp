@@ -34,12 +34,21 @@ protected:
     // finishes it. On a worker thread.
     virtual void run(Op &op) = 0;
 
-    void start_workers(unsigned threads) { workers_.start(threads); }
+    // waiters_run: a poll that finds an operation still queued runs it in
+    // the polling thread (DriverBase::run_queued). Only for a driver whose
+    // run() is bounded local work; never one that waits on a network round
+    // trip, since poll never blocks.
+    void start_workers(unsigned threads, bool waiters_run = false)
+    {
+        waiters_run_ = waiters_run;
+        workers_.start(threads);
+    }
     void start(Op &op) override
     {
         if (held_gets_.park(op)) return;
-        workers_.push([this, &op] { run(op); });
+        push(op);
     }
+    bool run_queued(Op &op) override { return waiters_run_ && workers_.run_queued(&op); }
     // Lets the workers complete what is queued, then joins them.
     void stop() override { workers_.stop(); }
     // A held get has not started: cancel ends it whole (R-CAN-1).
@@ -50,10 +59,23 @@ protected:
     // Forgets the staged keys and runs the parked gets now (release_staged).
     void release_held_gets()
     {
-        for (Op *op : held_gets_.release()) workers_.push([this, op] { run(*op); });
+        for (Op *op : held_gets_.release()) push(*op);
     }
 
 private:
+    void push(Op &op)
+    {
+        if (!waiters_run_) return workers_.push([this, &op] { run(op); });
+        op.queued.store(true, std::memory_order_relaxed);
+        workers_.push(
+            [this, &op] {
+                op.queued.store(false, std::memory_order_relaxed);
+                run(op);
+            },
+            &op);
+    }
+
+    bool waiters_run_ = false;  // set before the workers start
     WorkQueue workers_;
     HeldGets held_gets_;
 };

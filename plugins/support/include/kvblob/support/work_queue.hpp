@@ -11,13 +11,22 @@
 // worker watches at a time (the others sleep at once), so an idle pool
 // keeps at most one core busy, for at most watch_before_sleep. A submitter
 // makes the system call only while a worker sleeps.
+//
+// A job pushed with a tag may be taken back and run by another thread
+// (run_queued): a caller that waits for that job anyway runs it itself,
+// rather than waiting for a worker to get a time slice. On a machine whose
+// cores are all busy that wait was most of an operation's time (docs/
+// performance.md, "Under load"). Each job runs exactly once: whoever takes
+// it out of the queue, under the lock, runs it.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -48,11 +57,12 @@ public:
     // signal that a push must wake one).
     unsigned sleeping() const { return sleepers_.load(std::memory_order_seq_cst); }
 
-    void push(Job job)
+    // tag: what run_queued(tag) takes this job by (nullptr: never taken).
+    void push(Job job, const void *tag = nullptr)
     {
         {
             std::lock_guard lock(mu_);
-            jobs_.push_back(std::move(job));
+            jobs_.push_back({std::move(job), tag});
             queued_.fetch_add(1, std::memory_order_seq_cst);
         }
         // seq_cst with loop()'s count in and look: either this sees the
@@ -62,6 +72,27 @@ public:
         if (sleepers_.load(std::memory_order_seq_cst) != 0 &&
             (!watching_.load(std::memory_order_seq_cst) || queued_.load(std::memory_order_seq_cst) > 1))
             cv_.notify_one();
+    }
+
+    // Runs the job pushed with tag in the calling thread, if it is still
+    // queued (no worker took it), and returns true; false when it is not
+    // queued (a worker took it, it ran, or it was never pushed). After
+    // stop() there is nothing to take.
+    bool run_queued(const void *tag)
+    {
+        Job job;
+        {
+            std::lock_guard lock(mu_);
+            if (tag == nullptr) return false;
+            // From the back: a waiter most often wants what it pushed last.
+            auto it = std::find_if(jobs_.rbegin(), jobs_.rend(), [&](const Entry &e) { return e.tag == tag; });
+            if (it == jobs_.rend()) return false;
+            job = std::move(it->job);
+            jobs_.erase(std::next(it).base());
+            queued_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        job();
+        return true;
     }
 
     void stop()
@@ -90,7 +121,7 @@ private:
                     sleepers_.fetch_sub(1, std::memory_order_relaxed);
                 }
                 if (jobs_.empty()) return;
-                job = std::move(jobs_.front());
+                job = std::move(jobs_.front().job);
                 jobs_.pop_front();
                 queued_.fetch_sub(1, std::memory_order_relaxed);
             }
@@ -121,7 +152,11 @@ private:
 
     std::mutex mu_;
     std::condition_variable cv_;
-    std::deque<Job> jobs_;
+    struct Entry {
+        Job job;
+        const void *tag;
+    };
+    std::deque<Entry> jobs_;
     std::atomic<size_t> queued_{0};    // jobs_.size(), for watch() to read without the lock
     std::atomic<unsigned> sleepers_{0};  // workers asleep on cv_
     std::atomic<bool> watching_{false};  // a worker is in watch()
