@@ -10,7 +10,7 @@ using support::option;
 
 namespace {
 
-constexpr std::array<kvblob_option_desc_t, 7> own_options = {{
+constexpr std::array<kvblob_option_desc_t, 8> own_options = {{
     option(KVBLOB_OPTION_STRING, "store", "default", nullptr,
            "Name of the in-process store; drivers opened with the same name share objects."),
     option(KVBLOB_OPTION_BYTES, "capacity", "0", nullptr,
