@@ -44,10 +44,14 @@ public:
     void judge(const std::string &option, const std::string &secret) const
     {
         std::lock_guard lock(mu_);
+        // The host takes a secret out of the driver's open refusal and log
+        // lines before anyone sees them (kvblob::without_secrets), leaving its
+        // marker: that marker is the driver's repetition, seen through the host.
         for (const auto &[where, text] : texts_)
-            expect(text.find(secret) == std::string::npos, "R-OPN-2",
+            expect(text.find(secret) == std::string::npos && text.find(kvblob::removed_secret) == std::string::npos,
+                   "R-OPN-2",
                    where + " repeats the value given to option '" + option +
-                       "', which the driver flags secret: \"" + text + "\"");
+                       "', which the driver flags secret: \"" + without_secrets(text, {secret}) + "\"");
     }
 
 private:

@@ -92,7 +92,7 @@ std::string without_secrets(std::string text, const std::vector<std::string> &se
     for (const auto &secret : secrets) {
         if (secret.size() < min_scrubbed_secret) continue;
         for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 1))
-            text.replace(at, secret.size(), redacted_value);
+            text.replace(at, secret.size(), removed_secret);
     }
     return text;
 }
