@@ -10,9 +10,10 @@
 // followed.
 //
 // Copies: a put's value is built once, fused with its checksum pass, into
-// the RESP bytes sent to the socket; a get's value is copied from hiredis'
-// reply into the spans, fused with the checksum. hiredis has no reads into
-// caller memory, so that copy cannot go.
+// the RESP bytes sent to the socket. A get of 64 KiB or more reads its
+// value from the socket straight into the spans (timed_io.hpp's
+// receive_bulk_into), then checksums it in place before READY; a smaller
+// one is copied out of hiredis' reply, fused with the checksum.
 //
 // A hung server: every wait on a node is bounded by command_timeout_ms of
 // silence (timed_io.hpp), and a node found silent is marked down so that
@@ -68,6 +69,10 @@ private:
     void append_command(std::string &out, const Op &op, size_t row, bool asking) const;
     Outcome interpret(const Op &op, size_t row, const redisReply &reply) const;
     Outcome verify_get(const support::Row &row, const redisReply &reply) const;
+    // A get's reply read into row's spans and verified, when it is the
+    // value of row's size; nullopt otherwise (read it with receive(), or,
+    // with c->err set, the connection failed).
+    std::optional<Outcome> receive_get_into(redisContext *c, StallClock &clock, const support::Row &row) const;
 
     std::string redis_key(const std::string &key) const { return settings_.prefix + key; }
     std::shared_ptr<const SlotMap> slots() const;

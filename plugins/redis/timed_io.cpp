@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -155,6 +156,113 @@ ReplyPtr receive(redisContext *c, StallClock &clock, const std::atomic<bool> *st
         }
         if (!wait_for(c, POLLIN, clock, stop)) return nullptr;
     }
+}
+
+namespace {
+
+// Bytes read into iov in place: every byte the reader holds first, then
+// the socket's, under clock. False (c->err set) on failure.
+bool read_into(redisContext *c, std::vector<iovec> iov, StallClock &clock, const std::atomic<bool> *stop)
+{
+    redisReader *r = c->reader;
+    size_t at = 0;  // the first iovec not yet full
+    auto advance = [&](size_t n) {
+        while (n > 0) {
+            const size_t k = std::min(n, iov[at].iov_len);
+            iov[at].iov_base = static_cast<char *>(iov[at].iov_base) + k;
+            iov[at].iov_len -= k;
+            n -= k;
+            if (iov[at].iov_len == 0) ++at;
+        }
+        while (at < iov.size() && iov[at].iov_len == 0) ++at;
+    };
+    advance(0);
+    while (at < iov.size() && r->pos < r->len) {
+        const size_t k = std::min(iov[at].iov_len, r->len - r->pos);
+        std::memcpy(iov[at].iov_base, r->buf + r->pos, k);
+        r->pos += k;
+        advance(k);
+    }
+    while (at < iov.size()) {
+        if (c->err) return false;
+        const int count = static_cast<int>(std::min<size_t>(iov.size() - at, IOV_MAX));
+        const ssize_t n = ::readv(c->fd, iov.data() + at, count);
+        if (n > 0) {
+            clock.moved();
+            advance(static_cast<size_t>(n));
+            continue;
+        }
+        if (n == 0) {
+            fail(c, REDIS_ERR_EOF, "Server closed the connection");
+            return false;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            fail(c, REDIS_ERR_IO, std::strerror(errno));
+            return false;
+        }
+        if (!wait_for(c, POLLIN, clock, stop)) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+BulkInto receive_bulk_into(redisContext *c, const std::vector<iovec> &into, StallClock &clock,
+                           const std::atomic<bool> *stop)
+{
+    redisReader *r = c->reader;
+    if (c->err) return BulkInto::failed;
+    // Only between replies: a reply hiredis has begun to parse is its own.
+    if (r->err || r->ridx != -1) return BulkInto::not_taken;
+    size_t length = 0;
+    for (const auto &v : into) length += v.iov_len;
+    const std::string header = "$" + std::to_string(length) + "\r\n";
+    // The header: the reader's bytes first, then exactly as many as are
+    // missing from the socket, never into the reader (so a run of direct
+    // replies does not grow its buffer). A reply that is not this header
+    // is left whole to the reader, the socket's bytes fed after its own.
+    char head[32];
+    const size_t buffered = std::min(header.size(), r->len - r->pos);
+    std::memcpy(head, r->buf + r->pos, buffered);
+    if (std::memcmp(head, header.data(), buffered) != 0) return BulkInto::not_taken;
+    size_t have = buffered;
+    while (have < header.size()) {
+        const ssize_t n = ::read(c->fd, head + have, header.size() - have);
+        if (n > 0) {
+            clock.moved();
+            have += static_cast<size_t>(n);
+            if (std::memcmp(head + have - n, header.data() + have - n, static_cast<size_t>(n)) != 0) {
+                if (redisReaderFeed(r, head + buffered, have - buffered) != REDIS_OK) {
+                    fail(c, REDIS_ERR_PROTOCOL, "reply could not be parsed");
+                    return BulkInto::failed;
+                }
+                return BulkInto::not_taken;
+            }
+            continue;
+        }
+        if (n == 0) {
+            fail(c, REDIS_ERR_EOF, "Server closed the connection");
+            return BulkInto::failed;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            fail(c, REDIS_ERR_IO, std::strerror(errno));
+            return BulkInto::failed;
+        }
+        if (!wait_for(c, POLLIN, clock, stop)) return BulkInto::failed;
+    }
+    r->pos += buffered;
+    // The value, then the bulk string's closing CRLF, which must be there.
+    char crlf[2];
+    std::vector<iovec> iov = into;
+    iov.push_back({crlf, sizeof crlf});
+    if (!read_into(c, std::move(iov), clock, stop)) return BulkInto::failed;
+    if (crlf[0] != '\r' || crlf[1] != '\n') {
+        fail(c, REDIS_ERR_PROTOCOL, "a bulk reply did not end where its length said");
+        return BulkInto::failed;
+    }
+    return BulkInto::taken;
 }
 
 ReplyPtr round_trip(redisContext *c, const Endpoint &node, const std::vector<std::string> &argv, StallClock &clock,

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <hiredis/hiredis.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <chrono>
@@ -67,6 +68,18 @@ bool send_all(redisContext *c, std::string_view bytes, StallClock &clock, const 
 // The next reply on c, or null when the connection failed or stalled (c->err
 // set).
 ReplyPtr receive(redisContext *c, StallClock &clock, const std::atomic<bool> *stop = nullptr);
+
+// The next reply on c read straight into the caller's memory, when it is a
+// bulk string of exactly the sum of into's lengths: the bytes hiredis'
+// reader holds already are copied, the rest is read from the socket into
+// place, so a large value is copied once, by the kernel, instead of into
+// the reader, into a reply object and then out of it. not_taken when the
+// reply is anything else (nothing of it is taken and into is untouched:
+// receive() reads it next); failed when the connection failed or stalled
+// (c->err set; into may hold part of the value).
+enum class BulkInto { taken, not_taken, failed };
+BulkInto receive_bulk_into(redisContext *c, const std::vector<iovec> &into, StallClock &clock,
+                           const std::atomic<bool> *stop = nullptr);
 
 // One command sent and answered under clock; null (error set, naming node)
 // when the connection failed.
