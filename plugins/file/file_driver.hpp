@@ -15,16 +15,18 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "layout.hpp"
+#include "reservation.hpp"
 
 namespace kvblob::file {
 
 using support::Op;
 using support::OpKind;
-class Reservation;
 
 enum class Sync { none, data, full };
 
@@ -57,7 +59,43 @@ private:
     FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings, unsigned workers);
 
     using Outcome = support::RowOutcome;
-    Outcome put(const support::Row &row);
+    // Bytes counted against the quota before writing, given back unless
+    // kept (an object of this driver's own was published).
+    class QuotaHold {
+    public:
+        QuotaHold() = default;
+        QuotaHold(std::atomic<uint64_t> &used, uint64_t bytes) : used_(&used), bytes_(bytes) {}
+        QuotaHold(QuotaHold &&o) noexcept : used_(std::exchange(o.used_, nullptr)), bytes_(o.bytes_) {}
+        QuotaHold &operator=(QuotaHold &&o) noexcept
+        {
+            std::swap(used_, o.used_);
+            std::swap(bytes_, o.bytes_);
+            return *this;
+        }
+        ~QuotaHold()
+        {
+            if (used_) used_->fetch_sub(bytes_);
+        }
+        void keep() { used_ = nullptr; }
+
+    private:
+        std::atomic<uint64_t> *used_ = nullptr;
+        uint64_t bytes_ = 0;
+    };
+    // A put whose object is written, awaiting its sync and its publication.
+    struct StagedPut {
+        ObjectPaths paths;
+        Reservation reservation;
+        uint64_t bytes = 0;
+        QuotaHold quota;
+    };
+    void run_puts(Op &op);
+    // Claims and writes row's object: a final outcome, or PENDING with
+    // staged set.
+    Outcome stage_put(const support::Row &row, std::optional<StagedPut> &staged);
+    // 0, or the errno of making put's object durable (the fsync setting).
+    int make_durable(StagedPut &put);
+    Outcome publish_put(StagedPut &put);
     Outcome get(const support::Row &row);
     Outcome probe(const support::Row &row);
     Outcome remove(const support::Row &row);
