@@ -30,6 +30,10 @@ constexpr size_t send_chunk = 1 << 20;
 // system calls a row. Smaller values are read through hiredis' reader,
 // many rows a read.
 constexpr uint64_t direct_get_min = 64 << 10;
+// Puts of rows at least this large send their value from the row's memory
+// (one copy, by the kernel, and a checksum pass) instead of building it
+// into the command bytes.
+constexpr uint64_t direct_put_min = 64 << 10;
 constexpr int max_redirects = 5;
 constexpr uint64_t max_value_bytes = 512ull << 20;
 
@@ -113,17 +117,22 @@ bool starts_with(const redisReply &r, const char *prefix)
     return r.len >= n && std::memcmp(r.str, prefix, n) == 0;
 }
 
-// Appends SET key value NX, formatted as RESP with the value built in
-// place: the spans are copied once, their checksum computed in the same
-// pass, straight into the bytes that go to the socket.
+// SET key value NX in RESP: what comes before the value, and after it.
+void append_put_head(std::string &out, const std::string &key, const support::Row &row)
+{
+    out += "*4\r\n$3\r\nSET\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n$" +
+           std::to_string(row.total + trailer_size) + "\r\n";
+}
+constexpr char put_tail[] = "\r\n$2\r\nNX\r\n";
+
+// Appends SET key value NX with the value built in place: the spans are
+// copied once, their checksum computed in the same pass, straight into the
+// bytes that go to the socket.
 void append_put(std::string &out, const std::string &key, const support::Row &row)
 {
-    const uint64_t value = row.total + trailer_size;
-    out += "*4\r\n$3\r\nSET\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n$" + std::to_string(value) +
-           "\r\n";
-    static constexpr char tail[] = "\r\n$2\r\nNX\r\n";
+    append_put_head(out, key, row);
     const size_t at = out.size();
-    out.resize(at + value + sizeof tail - 1);
+    out.resize(at + row.total + trailer_size + sizeof put_tail - 1);
     auto *dst = reinterpret_cast<uint8_t *>(out.data() + at);
     uint32_t crc = 0;
     for (const auto &s : row.spans) {
@@ -131,7 +140,17 @@ void append_put(std::string &out, const std::string &key, const support::Row &ro
         dst += s.length;
     }
     support::write_trailer(dst, support::trailer_v1, row.key, row.total, crc);
-    std::memcpy(dst + trailer_size, tail, sizeof tail - 1);
+    std::memcpy(dst + trailer_size, put_tail, sizeof put_tail - 1);
+}
+
+// A large put's value is sent from the row's own memory: its checksum is
+// a read pass, and the kernel's copy into the socket is the only one.
+// The trailer and the command's tail go in tail_bytes.
+uint32_t put_checksum(const support::Row &row)
+{
+    uint32_t crc = 0;
+    for (const auto &s : row.spans) crc = support::crc32c(crc, s.data, s.length);
+    return crc;
 }
 
 bool contains(const redisReply &r, const char *text)
@@ -340,12 +359,35 @@ void RedisDriver::execute(Op &op, std::vector<size_t> rows)
                 out.clear();
                 return sent;
             };
+            // A large put goes out from the row's memory, after what is
+            // gathered before it (direct_put_min).
+            auto send_direct_put = [&](size_t i) {
+                const auto &row = op.rows[i];
+                if (asking.count(i)) append_argv(out, {"ASKING"});
+                append_put_head(out, redis_key(row.key), row);
+                uint8_t tail[trailer_size + sizeof put_tail - 1];
+                support::write_trailer(tail, support::trailer_v1, row.key, row.total, put_checksum(row));
+                std::memcpy(tail + trailer_size, put_tail, sizeof put_tail - 1);
+                std::vector<iovec> iov{{out.data(), out.size()}};
+                for (const auto &sp : row.spans) iov.push_back({sp.data, sp.length});
+                iov.push_back({tail, sizeof tail});
+                clock.moved();
+                const bool sent = send_all(conn.get(), std::move(iov), clock);
+                out.clear();
+                return sent;
+            };
             out.clear();
             bool sent = true;
             for (size_t k = 0; k < node_rows.size() && sent; ++k) {
-                append_command(out, op, node_rows[k], asking.count(node_rows[k]) > 0);
+                const size_t i = node_rows[k];
+                if (op.kind == OpKind::put && op.rows[i].total >= direct_put_min) {
+                    sent = send_direct_put(i);
+                    continue;
+                }
+                append_command(out, op, i, asking.count(i) > 0);
                 if (out.size() >= send_chunk || k + 1 == node_rows.size()) sent = flush();
             }
+            if (sent && !out.empty()) sent = flush();
             if (!sent) {
                 const std::string why = "redis " + node.text() + ": " + conn.get()->errstr;
                 if (stalled(conn.get())) pool_.mark_down(node, why);

@@ -9,8 +9,10 @@
 // before any reply is read, and MOVED (refreshing the slot map) and ASK are
 // followed.
 //
-// Copies: a put's value is built once, fused with its checksum pass, into
-// the RESP bytes sent to the socket. A get of 64 KiB or more reads its
+// Copies: a put of 64 KiB or more sends its value from the spans
+// themselves (checksummed in a read pass; the kernel's copy into the socket
+// is the only one); a smaller one is built once, fused with its checksum
+// pass, into the RESP bytes sent with its neighbours. A get of 64 KiB or more reads its
 // value from the socket straight into the spans (timed_io.hpp's
 // receive_bulk_into), then checksums it in place before READY; a smaller
 // one is copied out of hiredis' reply, fused with the checksum.

@@ -109,13 +109,32 @@ void append_argv(std::string &out, const std::vector<std::string_view> &argv)
 
 bool send_all(redisContext *c, std::string_view bytes, StallClock &clock, const std::atomic<bool> *stop)
 {
+    return send_all(c, std::vector<iovec>{{const_cast<char *>(bytes.data()), bytes.size()}}, clock, stop);
+}
+
+bool send_all(redisContext *c, std::vector<iovec> bytes, StallClock &clock, const std::atomic<bool> *stop)
+{
     if (c->err) return false;
-    size_t sent = 0;
-    while (sent < bytes.size()) {
-        const ssize_t n = ::send(c->fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    size_t at = 0;  // the first iovec not yet sent whole
+    const auto skip_empty = [&] {
+        while (at < bytes.size() && bytes[at].iov_len == 0) ++at;
+    };
+    skip_empty();
+    while (at < bytes.size()) {
+        msghdr m{};
+        m.msg_iov = bytes.data() + at;
+        m.msg_iovlen = std::min<size_t>(bytes.size() - at, IOV_MAX);
+        const ssize_t n = ::sendmsg(c->fd, &m, MSG_NOSIGNAL);
         if (n > 0) {
-            sent += static_cast<size_t>(n);
             clock.moved();
+            for (size_t left = static_cast<size_t>(n); left > 0;) {
+                const size_t k = std::min(left, bytes[at].iov_len);
+                bytes[at].iov_base = static_cast<char *>(bytes[at].iov_base) + k;
+                bytes[at].iov_len -= k;
+                left -= k;
+                if (bytes[at].iov_len == 0) ++at;
+            }
+            skip_empty();
             continue;
         }
         if (n < 0 && errno == EINTR) continue;

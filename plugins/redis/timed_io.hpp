@@ -64,6 +64,9 @@ void append_argv(std::string &out, const std::vector<std::string_view> &argv);
 // c->errstr say which. stop, when given, ends a wait early (as a failure)
 // once set.
 bool send_all(redisContext *c, std::string_view bytes, StallClock &clock, const std::atomic<bool> *stop = nullptr);
+// The same for bytes in several places, sent in their order, without
+// gathering them first.
+bool send_all(redisContext *c, std::vector<iovec> bytes, StallClock &clock, const std::atomic<bool> *stop = nullptr);
 
 // The next reply on c, or null when the connection failed or stalled (c->err
 // set).
