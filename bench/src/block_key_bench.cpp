@@ -75,9 +75,17 @@ int run_block_key_bench(const BlockKeySettings &s, bool json, std::ostream &out)
     RawSha256 sha256;
     unsigned char digest[32];
     volatile unsigned char sink = 0;  // keeps each baseline's result alive
+    // SHA-256's floor is the compressions the chain needs, not one pass over
+    // the tokens: each key hashes the previous chain value (32 bytes) and
+    // its block's tokens, padded to whole 64-byte blocks. OpenSSL hashing
+    // that many blocks in one pass is the limit a chain can approach.
+    const size_t blocks_per_key = (32 + 4 * s.tokens_per_block + 9 + 63) / 64;
+    const std::vector<uint8_t> chain_bytes(blocks * blocks_per_key * 64 - 9, 0x5a);
+    const std::string chain_label =
+        "OpenSSL SHA-256 over the chain's " + std::to_string(blocks * blocks_per_key) + " blocks";
     std::vector<Row> rows;
     for (BlockHash hash : {BlockHash::sha256, BlockHash::xxh3}) {
-        Row r{hash, hash == BlockHash::sha256 ? "OpenSSL SHA-256, one pass" : "XXH3-128, one pass", 0, 0};
+        Row r{hash, hash == BlockHash::sha256 ? chain_label.c_str() : "XXH3-128, one pass over the tokens", 0, 0};
         r.seconds = median_seconds(
             [&] {
                 const auto keys = block_keys("bench", tokens, s.tokens_per_block, "model", hash);
@@ -87,7 +95,7 @@ int run_block_key_bench(const BlockKeySettings &s, bool json, std::ostream &out)
         r.baseline_seconds = median_seconds(
             [&] {
                 if (hash == BlockHash::sha256) {
-                    sha256(tokens.data(), 4 * tokens.size(), digest);
+                    sha256(chain_bytes.data(), chain_bytes.size(), digest);
                     sink = sink ^ digest[0];
                 } else {
                     sink = sink ^ static_cast<unsigned char>(XXH3_128bits(tokens.data(), 4 * tokens.size()).low64);
@@ -105,10 +113,9 @@ int run_block_key_bench(const BlockKeySettings &s, bool json, std::ostream &out)
             const Row &r = rows[i];
             std::snprintf(line, sizeof line,
                           "%s{\"hash\":\"%s\",\"mb_per_s\":%.1f,\"request_ms\":%.3f,\"baseline\":\"%s\","
-                          "\"baseline_mb_per_s\":%.1f,\"ratio_to_baseline\":%.3f}",
+                          "\"baseline_ms\":%.3f,\"ratio_to_baseline\":%.3f}",
                           i ? "," : "", std::string(to_string(r.hash)).c_str(), bytes / r.seconds / 1e6,
-                          r.seconds * 1e3, r.baseline, bytes / r.baseline_seconds / 1e6,
-                          r.baseline_seconds / r.seconds);
+                          r.seconds * 1e3, r.baseline, r.baseline_seconds * 1e3, r.baseline_seconds / r.seconds);
             out << line;
         }
         out << "]}}\n";
@@ -117,13 +124,13 @@ int run_block_key_bench(const BlockKeySettings &s, bool json, std::ostream &out)
     out << "block keys: a request of " << tokens.size() << " tokens (" << 4 * tokens.size() / 1024 << " KiB), "
         << s.tokens_per_block << " tokens per block, " << blocks << " keys; median of calls over "
         << s.duration.count() << " s each\n";
-    std::snprintf(line, sizeof line, "%-7s %10s %11s  %-26s %10s %6s\n", "hash", "MB/s", "ms/request", "baseline",
-                  "base MB/s", "ratio");
+    std::snprintf(line, sizeof line, "%-7s %10s %11s  %-44s %8s %6s\n", "hash", "MB/s", "ms/request", "baseline",
+                  "base ms", "ratio");
     out << line;
     for (const Row &r : rows) {
-        std::snprintf(line, sizeof line, "%-7s %10.1f %11.3f  %-26s %10.1f %6.2f\n",
+        std::snprintf(line, sizeof line, "%-7s %10.1f %11.3f  %-44s %8.3f %6.2f\n",
                       std::string(to_string(r.hash)).c_str(), bytes / r.seconds / 1e6, r.seconds * 1e3, r.baseline,
-                      bytes / r.baseline_seconds / 1e6, r.baseline_seconds / r.seconds);
+                      r.baseline_seconds * 1e3, r.baseline_seconds / r.seconds);
         out << line;
     }
     return 0;

@@ -1,4 +1,4 @@
-// block_keys: the chained block hash, SHA-256 through OpenSSL or XXH3-128.
+// block_keys: the chained block hash, SHA-256 (sha256_oneshot.hpp) or XXH3-128.
 //
 // Chain value 0 is the hash of the salt; chain value i+1 the hash of chain
 // value i followed by block i's tokens, each 4 bytes little-endian (one byte
@@ -9,7 +9,7 @@
 
 #include "kvblob/host/block_sequence.hpp"
 #include "kvblob/host/key_codec.hpp"
-#include "kvblob/host/sha256.hpp"
+#include "kvblob/host/sha256_oneshot.hpp"
 
 // Inlined, header only: a block is about a hundred bytes, so a call into a
 // library would cost as much as the hash.
@@ -25,11 +25,9 @@ constexpr std::string_view xxh3_tag = "-xxh3";
 
 struct Sha256Chain {
     static constexpr size_t chain_bytes = 32;
-    Sha256 sha;
     void hash(const uint8_t *input, size_t size, uint8_t *chain)
     {
-        sha.update(input, size);
-        const auto digest = sha.finish();
+        const auto digest = sha256_oneshot(input, size);
         std::memcpy(chain, digest.data(), chain_bytes);
     }
 };

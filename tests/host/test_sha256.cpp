@@ -1,9 +1,11 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <random>
 #include <string>
 
 #include "kvblob/host/sha256.hpp"
+#include "kvblob/host/sha256_oneshot.hpp"
 #include "support/process.hpp"
 
 TEST_CASE("SHA-256 matches the FIPS 180-4 test vectors")
@@ -24,4 +26,28 @@ TEST_CASE("SHA-256 of a file agrees with sha256sum, and a missing file is named"
     CHECK(expected.output.substr(0, 64) == kvblob::sha256_file_hex(file));
     CHECK_THROWS_WITH(kvblob::sha256_file_hex("/nonexistent/plugin.so"),
                       doctest::Contains("/nonexistent/plugin.so"));
+}
+
+// sha256_oneshot (block keys) against OpenSSL, with the SHA extensions where
+// this CPU has them and with the portable compression: every length of 0 to
+// 300 bytes crosses the one- and two-block paddings and several whole blocks.
+TEST_CASE("SHA-256 in one shot agrees with OpenSSL at every length, on both compressions")
+{
+    std::mt19937 random(11);
+    std::string bytes(300, '\0');
+    for (auto &b : bytes) b = static_cast<char>(random());
+    const std::string native = kvblob::sha256_compression_name();
+    MESSAGE("this CPU's compression: " << native);
+    for (bool portable : {false, true}) {
+        kvblob::sha256_force_portable(portable);
+        CHECK(std::string(kvblob::sha256_compression_name()) == (portable ? "portable" : native));
+        for (size_t n = 0; n <= bytes.size(); ++n) {
+            const auto oneshot = kvblob::sha256_oneshot(bytes.data(), n);
+            const auto openssl = kvblob::sha256_digest(std::string_view(bytes.data(), n));
+            CHECK_MESSAGE(oneshot == openssl, "length " << n << (portable ? ", portable" : ", native"));
+        }
+        const std::string million(1000000, 'a');
+        CHECK(kvblob::sha256_oneshot(million.data(), million.size()) == kvblob::sha256_digest(million));
+    }
+    kvblob::sha256_force_portable(false);
 }
