@@ -14,8 +14,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <utility>
+#include <vector>
 
 extern char **environ;
 
@@ -212,9 +217,35 @@ bool has_exited(pid_t pid)
     return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
 }
 
+// This process's children, read from /proc: with no check running, every
+// one is a descendant of a check that left its process group (setsid) and
+// was adopted when its parent died (adopt_orphans).
+std::vector<pid_t> own_children()
+{
+    std::vector<pid_t> out;
+    const pid_t self = getpid();
+    std::error_code ec;
+    for (const auto &entry : std::filesystem::directory_iterator("/proc", ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(entry.path() / "stat");
+        std::string stat;
+        std::getline(in, stat);
+        // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+        const auto close = stat.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(stat.substr(close + 1));
+        char state = 0;
+        long ppid = 0;
+        if (rest >> state >> ppid && ppid == self) out.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+    return out;
+}
+
 // Ends the child's process group (the child and whatever it started that
-// stayed in it) and reaps the child, then every member this process
-// adopted (adopt_orphans); returns the child's wait status.
+// stayed in it) and reaps the child, then whatever left the group and was
+// adopted by this process as its parents died, generation by generation;
+// returns the child's wait status.
 int end_group(pid_t pid)
 {
     kill(-pid, SIGKILL);
@@ -224,6 +255,14 @@ int end_group(pid_t pid)
         const pid_t reaped = waitpid(-pid, &st, 0);
         if (reaped == pid) status = st;
         if (reaped < 0 && errno != EINTR) break;  // ECHILD: none of the group is left
+    }
+    for (int generation = 0; generation < 64; ++generation) {
+        const auto adopted = own_children();
+        if (adopted.empty()) break;
+        for (pid_t orphan : adopted) kill(orphan, SIGKILL);
+        for (pid_t orphan : adopted)
+            while (waitpid(orphan, nullptr, 0) < 0 && errno == EINTR) {
+            }
     }
     return status;
 }

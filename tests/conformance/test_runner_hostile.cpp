@@ -84,33 +84,38 @@ TEST_CASE("a driver that calls exit() in close: that check is CRASH, and the run
     CHECK(r.output.find("\nNOT CONFORMANT\n") != std::string::npos);
 }
 
+// Forks, in the check's process group or out of it (setsid): either way the
+// processes end with the check.
 TEST_CASE("a driver that forks: each check's processes end with it, and no check waits on them")
 {
-    const auto pids = temp_path("hostile-pids"), out = temp_path("hostile-fork.out");
-    std::filesystem::remove(pids);
-    // The output goes to a file: a process left running holds what the
-    // runner's children held, and a pipe to this test would never close.
-    auto r = run_command("KVBLOB_HOSTILE_PIDS=" + pids + " " KVBLOB_CONFORMANCE_BIN " --driver " + hostile("fork") +
-                         " --timeout 30 --filter data.round-trip.one-row --filter data.miss.untouched > " + out);
-    const auto output = slurp(out);
-    INFO(output);
-    CHECK(r.exit_code == 0);
-    CHECK(output.find("\n[PASS] data.round-trip.one-row\n") != std::string::npos);
-    CHECK(output.find("\n[PASS] data.miss.untouched\n") != std::string::npos);
-    CHECK(output.find("\nCONFORMANT\n") != std::string::npos);
-    // Every process the driver started (one per open: the probe's and the
-    // checks') was killed and reaped before the runner exited.
-    std::ifstream in(pids);
-    std::vector<pid_t> started;
-    for (pid_t pid; in >> pid;) started.push_back(pid);
-    CHECK(started.size() >= 3);
-    for (pid_t pid : started) {
-        const bool gone = kill(pid, 0) != 0 && errno == ESRCH;
-        CHECK_MESSAGE(gone, "process " << pid << " outlived the run");
-        if (!gone) kill(pid, SIGKILL);  // not left behind by a failing test either
+    for (const std::string hostility : {"fork", "fork_setsid"}) {
+        INFO(hostility);
+        const auto pids = temp_path("hostile-pids"), out = temp_path("hostile-fork.out");
+        std::filesystem::remove(pids);
+        // The output goes to a file: a process left running holds what the
+        // runner's children held, and a pipe to this test would never close.
+        auto r = run_command("KVBLOB_HOSTILE_PIDS=" + pids + " " KVBLOB_CONFORMANCE_BIN " --driver " + hostile(hostility) +
+                             " --timeout 30 --filter data.round-trip.one-row --filter data.miss.untouched > " + out);
+        const auto output = slurp(out);
+        INFO(output);
+        CHECK(r.exit_code == 0);
+        CHECK(output.find("\n[PASS] data.round-trip.one-row\n") != std::string::npos);
+        CHECK(output.find("\n[PASS] data.miss.untouched\n") != std::string::npos);
+        CHECK(output.find("\nCONFORMANT\n") != std::string::npos);
+        // Every process the driver started (one per open: the probe's and the
+        // checks') was killed and reaped before the runner exited.
+        std::ifstream in(pids);
+        std::vector<pid_t> started;
+        for (pid_t pid; in >> pid;) started.push_back(pid);
+        CHECK(started.size() >= 3);
+        for (pid_t pid : started) {
+            const bool gone = kill(pid, 0) != 0 && errno == ESRCH;
+            CHECK_MESSAGE(gone, "process " << pid << " outlived the run");
+            if (!gone) kill(pid, SIGKILL);  // not left behind by a failing test either
+        }
+        std::filesystem::remove(pids);
+        std::filesystem::remove(out);
     }
-    std::filesystem::remove(pids);
-    std::filesystem::remove(out);
 }
 
 TEST_CASE("a driver that floods stderr: the runner keeps a bounded tail, not the flood")
