@@ -16,7 +16,7 @@
 #include "busy_load.hpp"
 #include "completion_latency.hpp"
 #include "driver_lane.hpp"
-#include "kvblob/support/device_copy.hpp"
+#include "kvblob/tools/cuda_device.hpp"
 #include "lane_memory.hpp"
 #include "kvblob/cli/plugin_flags.hpp"
 #include "kvblob/cli/quantities.hpp"
@@ -172,7 +172,7 @@ int main(int argc, char **argv)
     info.load = load;
     const bool device = memory_kind == "device";
     if (device) {
-        if (const std::string why = support::cuda_unavailable_reason(); !why.empty()) {
+        if (const std::string why = tools::cuda_unavailable_reason(); !why.empty()) {
             std::cerr << "kvblob-bench: --memory device: " << why << "\n";
             return 3;
         }
