@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "kvblob/host/batch.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 #include "lane_memory.hpp"
 
 namespace kvblob::bench {

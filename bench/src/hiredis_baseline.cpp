@@ -16,6 +16,7 @@
 #include "baseline.hpp"
 #include "lane_memory.hpp"
 #include "kvblob/host/batch.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 
 namespace kvblob::bench {
 

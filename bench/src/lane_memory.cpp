@@ -5,7 +5,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "kvblob/support/device_copy.hpp"
+#include "kvblob/tools/cuda_device.hpp"
 
 #if defined(KVBLOB_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -46,7 +46,7 @@ LaneMemory::LaneMemory(size_t size, bool device) : size_(size), device_(device)
         data_ = host_->data();
         return;
     }
-    if (const std::string why = support::cuda_unavailable_reason(); !why.empty()) throw std::runtime_error(why);
+    if (const std::string why = tools::cuda_unavailable_reason(); !why.empty()) throw std::runtime_error(why);
     if (cudaMalloc(reinterpret_cast<void **>(&data_), size) != cudaSuccess)
         throw std::runtime_error("cudaMalloc of " + std::to_string(size) + " bytes failed");
 }
@@ -79,7 +79,7 @@ bool cuda_copy(void *, const void *, size_t, bool) { return false; }
 
 LaneMemory::LaneMemory(size_t size, bool device) : size_(size), device_(device)
 {
-    if (device) throw std::runtime_error(support::cuda_unavailable_reason());
+    if (device) throw std::runtime_error(tools::cuda_unavailable_reason());
     host_ = std::make_unique<HostBuffer>(size);
     data_ = host_->data();
 }

@@ -6,6 +6,7 @@
 #include "baseline.hpp"
 #include "copy_methods.hpp"
 #include "kvblob/host/batch.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 #include "lane_memory.hpp"
 
 namespace kvblob::bench {

@@ -14,6 +14,7 @@
 #include "baseline.hpp"
 #include "lane_memory.hpp"
 #include "kvblob/host/batch.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 #include "store_api.hpp"
 
 namespace kvblob::bench {

@@ -26,7 +26,7 @@ struct Budget {
 };
 
 // "4K,64K,1M" -> sizes; "put,get" -> ops; "1,32" -> counts, each item
-// parsed as every tool parses one (host/tools/include/kvblob/cli/quantities.hpp)
+// parsed as every tool parses one (tools/common/include/kvblob/cli/quantities.hpp)
 // and refused above limit. Throw std::invalid_argument naming the bad item.
 std::vector<uint64_t> parse_sizes(const std::string &list, uint64_t limit);
 std::vector<uint64_t> parse_counts(const std::string &list, uint64_t limit);

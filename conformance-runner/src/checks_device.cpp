@@ -3,7 +3,7 @@
 // device_memory, and are NOT_SUPPORTED otherwise, saying which is missing.
 #include "checks_common.hpp"
 #include "device_buffer.hpp"
-#include "kvblob/support/device_copy.hpp"
+#include "kvblob/tools/cuda_device.hpp"
 
 namespace kvblob::conformance {
 
@@ -13,7 +13,7 @@ namespace {
 // says "no CUDA device" rather than blaming the driver.
 void require_device(Driver &d)
 {
-    if (const std::string why = support::cuda_unavailable_reason(); !why.empty()) throw NotSupported(why);
+    if (const std::string why = tools::cuda_unavailable_reason(); !why.empty()) throw NotSupported(why);
     if (!d.has(KVBLOB_CAP_DEVICE_MEMORY))
         throw NotSupported("needs capability device_memory, which the driver does not declare");
 }

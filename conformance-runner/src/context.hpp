@@ -16,6 +16,7 @@
 #include "cleanup.hpp"
 #include "guarded_buffer.hpp"
 #include "kvblob/host/batch.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 #include "kvblob/host/plugin.hpp"
 #include "leftover.hpp"
 

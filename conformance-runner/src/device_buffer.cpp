@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "kvblob/support/device_copy.hpp"
+#include "kvblob/tools/cuda_device.hpp"
 
 #if defined(KVBLOB_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -58,7 +58,7 @@ bool DeviceBuffer::canary_intact() const
 
 #else  // built without the CUDA Toolkit
 
-DeviceBuffer::DeviceBuffer(size_t size) : size_(size) { throw std::runtime_error(support::cuda_unavailable_reason()); }
+DeviceBuffer::DeviceBuffer(size_t size) : size_(size) { throw std::runtime_error(tools::cuda_unavailable_reason()); }
 DeviceBuffer::~DeviceBuffer() = default;
 void DeviceBuffer::upload(const std::vector<uint8_t> &) {}
 std::vector<uint8_t> DeviceBuffer::download() const { return {}; }

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "../../host/src/admission.hpp"
+#include "../../host/src/guarding/admission.hpp"
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include "kvblob/host/block_sequence.hpp"
 #include "kvblob/host/key_codec.hpp"
 #include "plugins/driver_harness.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

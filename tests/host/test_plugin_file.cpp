@@ -1,5 +1,5 @@
 // The loader resolves a plugin to one file, opens it once, judges that
-// descriptor and loads that same descriptor (host/src/plugin_file.cpp):
+// descriptor and loads that same descriptor (host/src/loading/plugin_file.cpp):
 // bare names, swapped links, open folders, FIFOs and truncated files are
 // refused at stage open, naming the file and the rule, before any of the
 // plugin's code runs.

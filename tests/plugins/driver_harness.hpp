@@ -11,6 +11,7 @@
 
 #include "kvblob/host/plugin.hpp"
 #include "kvblob/host/batch.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 
 // batch.hpp's helpers, in namespace kvblob like all of the public API.
 using kvblob::Batch;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kvblob/host/batch.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 #include "kvblob/host/plugin.hpp"
 
 // batch.hpp's helpers, in namespace kvblob like all of the public API.

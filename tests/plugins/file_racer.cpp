@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kvblob/host/batch.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 #include "kvblob/host/plugin.hpp"
 
 using kvblob::Batch;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kvblob/host/batch.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 #include "kvblob/support/crc32c.hpp"
 
 // batch.hpp's helpers, in namespace kvblob like all of the public API.

@@ -19,6 +19,7 @@
 
 #include "plugins/driver_harness.hpp"
 #include "support/temp_dir.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 
 using kvblob::OpKind;
 using namespace std::chrono_literals;

@@ -21,6 +21,7 @@
 #include "plugins/driver_harness.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 
 namespace fs = std::filesystem;
 using kvblob::OpKind;

@@ -10,6 +10,7 @@
 #include "kvblob/support/trailer.hpp"
 #include "plugins/driver_harness.hpp"
 #include "support/kept_for_good.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 
 using kvblob::OpKind;
 using namespace std::chrono_literals;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "plugins/driver_harness.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 
 using kvblob::OpKind;
 using namespace std::chrono_literals;

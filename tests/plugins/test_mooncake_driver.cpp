@@ -12,6 +12,7 @@
 #include "mooncake/answers.hpp"
 #include "plugins/driver_harness.hpp"
 #include "support/kept_for_good.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 
 using namespace kvblob::mooncake;
 

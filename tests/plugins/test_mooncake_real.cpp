@@ -13,6 +13,7 @@
 
 #include "plugins/driver_harness.hpp"
 #include "support/process.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 
 using kvblob::OpKind;
 using namespace std::chrono_literals;

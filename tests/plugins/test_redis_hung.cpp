@@ -11,6 +11,7 @@
 
 #include "plugins/driver_harness.hpp"
 #include "support/process.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 
 using kvblob::OpKind;
 using Clock = std::chrono::steady_clock;

@@ -6,41 +6,16 @@
 #include <kvblob/kvblob.h>
 
 #include <chrono>
-#include <functional>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace kvblob {
+#include "kvblob/host/types.hpp"
 
-// Receives the driver's log lines and the host's own notes about a driver.
-using LogSink = std::function<void(kvblob_log_level level, const std::string &message)>;
+namespace kvblob {
 
 // The default sink: WARN and above to stderr (MISBEHAVING always).
 LogSink stderr_log_sink(const std::string &driver_name);
-
-// Sees each announcement of a driver that declares KVBLOB_CAP_NOTIFY (ABI
-// 1.1), on the driver's thread, before the host wakes its waiters: for tools
-// that judge drivers (the conformance battery, kvblob-bench). op may be one
-// the admitting call has not returned yet. It runs inside the driver's call
-// to notify, so it must not block, throw, or call the driver.
-using NotifySink = std::function<void(kvblob_op_t *op, kvblob_notify_event event)>;
-
-enum class OpKind { put, get, probe, remove };
-const char *to_string(OpKind kind);
-
-// A call the driver (or the host, before dispatch) refused.
-class CallError : public std::runtime_error {
-public:
-    CallError(kvblob_status status, std::string rule, const std::string &message);
-    kvblob_status status() const noexcept { return status_; }
-    const std::string &rule() const noexcept { return rule_; }
-
-private:
-    kvblob_status status_;
-    std::string rule_;
-};
 
 class DriverCore;
 
@@ -65,11 +40,6 @@ private:
     Region(std::shared_ptr<DriverCore> core, kvblob_region_t *handle);
     std::shared_ptr<DriverCore> core_;
     kvblob_region_t *handle_ = nullptr;
-};
-
-struct RowStatus {
-    kvblob_row_result result = KVBLOB_ROW_PENDING;
-    int32_t driver_code = 0;
 };
 
 // An admitted operation. Destroying it releases the handle only once the

@@ -13,30 +13,11 @@
 
 #include "kvblob/host/driver.hpp"
 #include "kvblob/host/load_error.hpp"
+#include "kvblob/host/types.hpp"
 
 namespace kvblob {
 
 class Library;
-
-struct LoadOptions {
-    // Directories searched after KVBLOB_DRIVER_PATH for a short name.
-    std::vector<std::filesystem::path> search_dirs;
-    // Load a plugin file that others could have written (world-writable, or
-    // owned by another user who is not root), which is refused by default
-    // (R-LOAD-10), as sudo and PAM refuse such modules.
-    bool allow_untrusted_file = false;
-    // When set (64 lowercase hex digits), the plugin file's SHA-256 must be
-    // this, or it is refused before any of its code runs (R-LOAD-11).
-    std::string expected_sha256;
-    // The newest ABI version offered (KVBLOB_ABI_1_0: the driver as a 1.0
-    // host sees it, polled, with no 1.1 feature). For tests and benchmarks;
-    // engines leave it.
-    uint32_t newest_abi_version = KVBLOB_ABI_VERSION;
-    // Lend the notify service at ABI 1.1 (false: the driver as a 1.1 host
-    // that polls sees it, with kvblob_host_services_t.notify NULL). For
-    // tools that judge drivers; engines leave it.
-    bool lend_notify = true;
-};
 
 using Options = std::vector<std::pair<std::string, std::string>>;
 

@@ -37,7 +37,7 @@ inline void write_message(char *buf, uint32_t capacity, const std::string &text)
 }
 
 template <class D>
-struct Glue {
+struct CTableOf {
     static DriverBase *self(kvblob_driver_t *d) { return static_cast<DriverBase *>(d); }
 
     static kvblob_status open(const kvblob_open_args_t *args, kvblob_caps_t *caps, kvblob_driver_t **out, char *err,
@@ -206,9 +206,9 @@ constexpr PluginTables tables(const char *name, const char *version, const char 
                               const kvblob_option_desc_t *options, uint64_t option_count, bool probe, bool remove,
                               const kvblob_option_flags *option_flags = nullptr)
 {
-    return {Glue<D>::table(KVBLOB_ABI_1_0, name, version, description, options, option_count, probe, remove),
-            Glue<D>::table(KVBLOB_ABI_1_1, name, version, description, options, option_count, probe, remove,
-                           option_flags)};
+    return {CTableOf<D>::table(KVBLOB_ABI_1_0, name, version, description, options, option_count, probe, remove),
+            CTableOf<D>::table(KVBLOB_ABI_1_1, name, version, description, options, option_count, probe, remove,
+                               option_flags)};
 }
 
 // The highest version inside both [host_min, host_max] and [own_oldest,

@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "kvblob/host/plugin.hpp"
+#include "kvblob/host/types.hpp"
 
 namespace kvblob {
 

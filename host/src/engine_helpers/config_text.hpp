@@ -1,5 +1,5 @@
 // A config file's bytes, read and checked before the TOML parser sees them
-// (host/src/config.cpp parses them).
+// (host/src/engine_helpers/config.cpp parses them).
 #pragma once
 
 #include <filesystem>

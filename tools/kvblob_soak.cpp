@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "kvblob/host/batch.hpp"
+#include "kvblob/tools/fill_pattern.hpp"
 #include "kvblob/host/json.hpp"
 #include "kvblob/host/key_codec.hpp"
 #include "kvblob/host/plugin.hpp"

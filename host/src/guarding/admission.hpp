@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "kvblob/host/driver.hpp"
+#include "kvblob/host/types.hpp"
 
 namespace kvblob {
 

@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "driver_core.hpp"
+#include "guarding/driver_core.hpp"
 #include "driver_names.hpp"
 #include "kvblob/host/discovery.hpp"
 #include "kvblob/host/version.hpp"

@@ -133,7 +133,7 @@ void DriverCore::adopt(kvblob_driver_t *h, const kvblob_caps_t &c)
 {
     handle = h;
     caps = c;
-    // scenarios: looked up and checked by the loader (host/src/plugin.cpp).
+    // scenarios: looked up and checked by the loader (host/src/loading/plugin.cpp).
 }
 
 void DriverCore::note(kvblob_log_level level, const std::string &message) const

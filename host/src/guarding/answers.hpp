@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "kvblob/host/driver.hpp"
+#include "kvblob/host/types.hpp"
 
 namespace kvblob {
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "elf_check.hpp"
+#include "kvblob/host/load_error.hpp"
 #include "kvblob/host/sha256.hpp"
 
 namespace kvblob {

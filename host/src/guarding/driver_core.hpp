@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "admission.hpp"
-#include "kvblob/host/driver.hpp"
-#include "library.hpp"
+#include "kvblob/host/types.hpp"
+#include "loading/library.hpp"
 
 namespace kvblob {
 

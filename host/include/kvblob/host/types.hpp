@@ -1,0 +1,73 @@
+// The small types the host's API speaks in: what a call is (OpKind), what a
+// row came to (RowStatus), a refused call (CallError), where log lines and
+// announcements go (LogSink, NotifySink) and how a plugin is loaded
+// (LoadOptions). A header of their own so that the host's internal headers
+// can name them without including the classes that use them (driver.hpp,
+// plugin.hpp): no include runs from the host's insides back up to its API.
+// driver.hpp and plugin.hpp include it, so an engine that includes either
+// sees these types as before.
+#pragma once
+
+#include <kvblob/kvblob.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kvblob {
+
+// Receives the driver's log lines and the host's own notes about a driver.
+using LogSink = std::function<void(kvblob_log_level level, const std::string &message)>;
+
+// Sees each announcement of a driver that declares KVBLOB_CAP_NOTIFY (ABI
+// 1.1), on the driver's thread, before the host wakes its waiters: for tools
+// that judge drivers (the conformance battery, kvblob-bench). op may be one
+// the admitting call has not returned yet. It runs inside the driver's call
+// to notify, so it must not block, throw, or call the driver.
+using NotifySink = std::function<void(kvblob_op_t *op, kvblob_notify_event event)>;
+
+enum class OpKind { put, get, probe, remove };
+const char *to_string(OpKind kind);
+
+// A call the driver (or the host, before dispatch) refused.
+class CallError : public std::runtime_error {
+public:
+    CallError(kvblob_status status, std::string rule, const std::string &message);
+    kvblob_status status() const noexcept { return status_; }
+    const std::string &rule() const noexcept { return rule_; }
+
+private:
+    kvblob_status status_;
+    std::string rule_;
+};
+
+struct RowStatus {
+    kvblob_row_result result = KVBLOB_ROW_PENDING;
+    int32_t driver_code = 0;
+};
+
+struct LoadOptions {
+    // Directories searched after KVBLOB_DRIVER_PATH for a short name.
+    std::vector<std::filesystem::path> search_dirs;
+    // Load a plugin file that others could have written (world-writable, or
+    // owned by another user who is not root), which is refused by default
+    // (R-LOAD-10), as sudo and PAM refuse such modules.
+    bool allow_untrusted_file = false;
+    // When set (64 lowercase hex digits), the plugin file's SHA-256 must be
+    // this, or it is refused before any of its code runs (R-LOAD-11).
+    std::string expected_sha256;
+    // The newest ABI version offered (KVBLOB_ABI_1_0: the driver as a 1.0
+    // host sees it, polled, with no 1.1 feature). For tests and benchmarks;
+    // engines leave it.
+    uint32_t newest_abi_version = KVBLOB_ABI_VERSION;
+    // Lend the notify service at ABI 1.1 (false: the driver as a 1.1 host
+    // that polls sees it, with kvblob_host_services_t.notify NULL). For
+    // tools that judge drivers; engines leave it.
+    bool lend_notify = true;
+};
+
+
+}  // namespace kvblob

@@ -1,0 +1,43 @@
+#include "errors.hpp"
+
+#include <stdexcept>
+
+#include "kvblob/host/config.hpp"
+#include "kvblob/host/load_error.hpp"
+#include "kvblob/host/types.hpp"
+
+namespace kvblob::python {
+
+namespace py = pybind11;
+
+void bind_errors(py::module_ &m)
+{
+    // Errors: every refusal names its rule.
+    static py::exception<std::runtime_error> error(m, "Error");
+    static py::exception<CallError> call_error(m, "CallError", error.ptr());
+    static py::exception<LoadError> load_error(m, "LoadError", error.ptr());
+    static py::exception<ConfigError> config_error(m, "ConfigError", error.ptr());
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const CallError &e) {
+            py::object exc = py::reinterpret_borrow<py::object>(call_error.ptr())(e.what());
+            exc.attr("rule") = e.rule();
+            exc.attr("status") = std::string(kvblob_status_name(e.status()));
+            PyErr_SetObject(call_error.ptr(), exc.ptr());
+        } catch (const LoadError &e) {
+            py::object exc = py::reinterpret_borrow<py::object>(load_error.ptr())(e.what());
+            exc.attr("rule") = e.rule();
+            exc.attr("stage") = std::string(to_string(e.stage()));
+            exc.attr("file") = e.file();
+            PyErr_SetObject(load_error.ptr(), exc.ptr());
+        } catch (const ConfigError &e) {
+            py::object exc = py::reinterpret_borrow<py::object>(config_error.ptr())(e.what());
+            exc.attr("file") = e.file().string();
+            exc.attr("line") = e.line();
+            PyErr_SetObject(config_error.ptr(), exc.ptr());
+        }
+    });
+}
+
+}  // namespace kvblob::python

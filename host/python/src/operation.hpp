@@ -1,0 +1,133 @@
+// An admitted operation as Python holds it: the operation, the regions its
+// rows name (alive until it is released), and its results as RowResults.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "conversions.hpp"
+#include "kvblob/host/driver.hpp"
+#include "region.hpp"
+#include "row_result.hpp"
+
+namespace kvblob::python {
+
+namespace py = pybind11;
+
+struct PyOperation : std::enable_shared_from_this<PyOperation> {
+    Operation op;
+    std::shared_ptr<MessageBook> book;
+    py::capsule book_held;    // book, as RowResults hold it
+    bool book_final = false;  // book was made once the results were final
+    std::vector<std::shared_ptr<PyRegion>> regions;  // alive while the driver may touch them
+    // The final results as the host last gave them, kept for results() after
+    // the handle is gone (released, or its driver closed). While the handle
+    // lives every call asks the host, which holds the first final answer for
+    // good (R-ROW-1) and notes a driver that changes it in the row's message.
+    std::vector<kvblob::RowStatus> last_final;
+    // Which driver admitted it (PyDriver::serial): asyncio's waker is the
+    // driver's, not its descriptor number's, which a later driver may reuse.
+    uint64_t driver_serial = 0;
+
+    // The operation, unless it was released or its driver closed.
+    Operation &live()
+    {
+        if (!op.handle())
+            throw CallError(KVBLOB_E_INVALID, "R-OPS-1",
+                            "the operation was released, or its driver closed: its handle is dead");
+        return op;
+    }
+    bool wait(std::optional<double> timeout)
+    {
+        Operation &o = live();
+        py::gil_scoped_release nogil;
+        return o.wait(to_ms(timeout));
+    }
+    // Each row's result as the host answers now, into rows; whether they
+    // are final (the caller keeps final ones in last_final).
+    bool ask_host(std::vector<kvblob::RowStatus> &rows)
+    {
+        Operation &o = live();
+        py::gil_scoped_release nogil;
+        const bool final = o.is_final();  // asked first: results read after it are final too
+        rows = o.results();
+        return final;
+    }
+    py::list results()
+    {
+        if (!op.handle() && !last_final.empty()) return rows_list(last_final);
+        std::vector<kvblob::RowStatus> rows;
+        const bool final = ask_host(rows);
+        // A fresh book until final: a pending row's message is not its last.
+        if (!book || !book_final) {
+            book = std::make_shared<MessageBook>();
+            book->op = weak_from_this();
+            book->text.resize(rows.size());
+            book_held = book_capsule(book);
+            book_final = final;
+        }
+        py::list out = rows_list(rows);
+        if (final) last_final = std::move(rows);
+        return out;
+    }
+    // How many rows have this status: results() without an object per row,
+    // for an engine that asks "all READY?" or "how many hits?" in one call.
+    uint64_t count(RowState status)
+    {
+        const auto wanted = static_cast<kvblob_row_result>(status);
+        const auto counted = [&](const std::vector<kvblob::RowStatus> &rows) {
+            return static_cast<uint64_t>(
+                std::count_if(rows.begin(), rows.end(), [&](const auto &r) { return r.result == wanted; }));
+        };
+        if (!op.handle() && !last_final.empty()) return counted(last_final);
+        std::vector<kvblob::RowStatus> rows;
+        const bool final = ask_host(rows);
+        const uint64_t n = counted(rows);
+        if (final) last_final = std::move(rows);
+        return n;
+    }
+    // A RowResult for each row, sharing book.
+    py::list rows_list(const std::vector<kvblob::RowStatus> &rows) const
+    {
+        py::list out(rows.size());
+        for (uint64_t i = 0; i < rows.size(); ++i)
+            PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), make_row_result(rows[i], book_held, i).release().ptr());
+        return out;
+    }
+    // Results final and access no longer open; asks without waiting.
+    bool settled()
+    {
+        Operation &o = live();
+        py::gil_scoped_release nogil;
+        return o.is_final() && o.access() != KVBLOB_ACCESS_OPEN;
+    }
+    // Releases the handle once settled; then the regions may go.
+    kvblob_status release()
+    {
+        if (!op.handle()) return KVBLOB_OK;  // released already
+        kvblob_status st;
+        {
+            py::gil_scoped_release nogil;
+            st = op.release();
+        }
+        if (st == KVBLOB_OK) regions.clear();
+        return st;
+    }
+    // The driver is closing: a settled handle is released, an unsettled one
+    // is cancelled and handed to the driver object (host/driver.hpp).
+    void end()
+    {
+        Operation gone = std::move(op);
+        py::gil_scoped_release nogil;
+        gone = Operation();
+    }
+};
+
+void bind_operation(py::module_ &m);
+
+}  // namespace kvblob::python
