@@ -48,47 +48,18 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     // Device spans move through pinned staging (span_copy.hpp), where this
     // process sees a CUDA device.
     if (support::cuda_device_present()) caps.flags |= KVBLOB_CAP_DEVICE_MEMORY;
-    if (KVBLOB_BREAKS("m.cap1.probe-alternates")) {
-        // Features negotiated per connection with servers that disagree.
-        static std::atomic<uint64_t> opened{0};
-        if (opened++ % 2) caps.flags &= ~KVBLOB_CAP_PROBE;
-    }
-    if (KVBLOB_BREAKS("open.capabilities-fixed")) {
-        static std::atomic<uint64_t> opened{0};
-        caps.max_rows_per_op -= opened++ % 2;  // declares other limits every other time
-    }
     const int64_t delay_ms = o.integer("access_delay_ms");
     if (delay_ms < 0) throw support::OptionError("option 'access_delay_ms' must not be negative");
     auto access_delay = std::chrono::milliseconds(delay_ms);
     // The bound access_delay_ms keeps (R-ACC-2); controlled mode keeps none:
     // access ends when a test says.
     if (mode != Mode::controlled) support::declare_access_bound(args, caps, access_delay);
-    // The broken builds of R-CAP-2: the whole record filled whatever its
-    // struct_size says; a 1.1 bit declared to a 1.0 host.
-    if (KVBLOB_BREAKS("open.abi-1.0") && args.abi_version < KVBLOB_ABI_1_1)
-        caps.access_end_bound_ns = static_cast<uint64_t>(std::chrono::nanoseconds(access_delay).count());
-    if (KVBLOB_BREAKS("m.cap2.bound-bit-at-1-0") && args.abi_version < KVBLOB_ABI_1_1)
-        caps.flags |= KVBLOB_CAP_ACCESS_BOUND;
     // The broken build of the battery's R-ACC-2 check: ends access 1.5 s
     // past the bound it declares.
     if (KVBLOB_BREAKS("lifetime.access-bound")) access_delay += std::chrono::milliseconds(1500);
-    std::string store_name = o.text("store");
-    if (KVBLOB_BREAKS("concurrency.two-drivers")) {
-        static std::atomic<int> opened{0};
-        store_name += "#private-" + std::to_string(opened++);  // same options, different store
-    }
-    auto store = Store::named(store_name, o.bytes("capacity"));
-    if (KVBLOB_BREAKS("m.cap1.limits-shared"))  // the store's budget split between the drivers open on it
-        caps.max_ops_in_flight = std::max<uint64_t>(1, caps.max_ops_in_flight / store.use_count());
-    std::unique_ptr<MemoryDriver> driver(new MemoryDriver(caps, args.host, std::move(store), mode, workers,
+    auto store = Store::named(o.text("store"), o.bytes("capacity"));
+    return std::unique_ptr<MemoryDriver>(new MemoryDriver(caps, args.host, std::move(store), mode, workers,
                                                           access_delay, o.flag("waiter_runs")));
-#ifdef KVBLOB_BROKEN_BUILD
-    // The broken builds of R-OPN-2: a secret repeated in a log line, in a row's message.
-    if (KVBLOB_BREAKS("open.secret-unspoken"))
-        driver->log(KVBLOB_LOG_INFO, "opened store '" + store_name + "' with token '" + o.text("token") + "'");
-    if (KVBLOB_BREAKS("m.opn2.fault-message-secret")) driver->token_ = o.text("token");
-#endif
-    return driver;
 }
 
 MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
@@ -388,9 +359,6 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
                "stored object is " + std::to_string(payload) + " bytes; the row's spans hold " +
                    std::to_string(row.total),
                nullptr};
-#ifdef KVBLOB_BROKEN_BUILD
-        if (!token_.empty()) out.message += " (session " + token_ + ")";
-#endif
         return;
     }
     const bool skip_copy = KVBLOB_BREAKS("data.round-trip.many-regions") && op.regions.size() > 1 &&

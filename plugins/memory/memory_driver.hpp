@@ -110,8 +110,6 @@ private:
     std::atomic<bool> pool_full_{false};
 
 #ifdef KVBLOB_BROKEN_BUILD
-    // m.opn2.fault-message-secret: the token, quoted in a FAULT row's message.
-    std::string token_;
     // m.acc2.access-ends-at-next-op: gets whose access end waits for the next operation.
     std::mutex deferred_mu_;
     std::vector<MemoryOp *> deferred_;

@@ -48,9 +48,7 @@ DriverBase::DriverBase(const kvblob_caps_t &caps, const kvblob_host_services_t *
     // Copy what the host's record covers: a 1.0 host lends a shorter one,
     // and the members it lacks stay zero (no notify).
     if (host && host->struct_size >= KVBLOB_HOST_SERVICES_SIZE_1_0)
-        std::memcpy(&host_, host,
-                    KVBLOB_BREAKS("m.cap2.notify-past-services") ? sizeof host_  // whatever struct_size says
-                                                                 : std::min<size_t>(host->struct_size, sizeof host_));
+        std::memcpy(&host_, host, std::min<size_t>(host->struct_size, sizeof host_));
     host_.struct_size = sizeof host_;
 }
 
@@ -62,19 +60,6 @@ void DriverBase::offer_notify(const kvblob_open_args_t &args, kvblob_caps_t &cap
     // one (the constructor copied no member past a 1.0 record): a 1.0 host
     // sees no 1.1 bit and is polled.
     constexpr size_t covers_notify = offsetof(kvblob_host_services_t, notify) + sizeof(kvblob_host_services_t::notify);
-    if (KVBLOB_BREAKS("m.cap2.notify-past-services") && host_.notify) {
-        notifies_ = true;  // calls what it found past a 1.0 record, and says nothing
-        return;
-    }
-    if (KVBLOB_BREAKS("m.cap2.calls-unlent-notify") && args.abi_version >= KVBLOB_ABI_1_1) {
-        notifies_ = true;  // announces through whatever the record holds, NULL included
-        if (host_.notify) caps.flags |= KVBLOB_CAP_NOTIFY, caps_.flags |= KVBLOB_CAP_NOTIFY;
-        return;
-    }
-    if (KVBLOB_BREAKS("open.notify-unlent") && args.abi_version >= KVBLOB_ABI_1_1 && !host_.notify) {
-        caps.flags |= KVBLOB_CAP_NOTIFY;  // declared from the version alone; never announces
-        return;
-    }
     if (args.abi_version < KVBLOB_ABI_1_1 || !args.host || args.host->struct_size < covers_notify || !host_.notify)
         return;
     notifies_ = true;
@@ -105,16 +90,15 @@ kvblob_status DriverBase::register_region(const kvblob_region_desc_t *desc, kvbl
         why = "[R-ADM-2] the driver is draining";
         return KVBLOB_E_CLOSED;
     }
-    if ((!desc->base || desc->size == 0) && !KVBLOB_BREAKS("admission.malformed-region")) {
+    if (!desc->base || desc->size == 0) {
         why = "[R-REG-1] a region needs a base address and a positive size";
         return KVBLOB_E_REJECTED;
     }
-    if (desc->kind == KVBLOB_MEMORY_DEVICE && !(caps_.flags & KVBLOB_CAP_DEVICE_MEMORY) &&
-        !KVBLOB_BREAKS("admission.device-refused")) {
+    if (desc->kind == KVBLOB_MEMORY_DEVICE && !(caps_.flags & KVBLOB_CAP_DEVICE_MEMORY)) {
         why = "[R-ADM-8] DEVICE memory, but this driver does not declare device_memory";
         return KVBLOB_E_REJECTED;
     }
-    if (desc->kind != KVBLOB_MEMORY_HOST && desc->kind != KVBLOB_MEMORY_DEVICE && !KVBLOB_BREAKS("m.adm8.unknown-kind-accepted")) {
+    if (desc->kind != KVBLOB_MEMORY_HOST && desc->kind != KVBLOB_MEMORY_DEVICE) {
         why = "[R-ADM-8] unknown memory kind " + std::to_string(desc->kind);
         return KVBLOB_E_REJECTED;
     }
@@ -140,12 +124,8 @@ kvblob_status DriverBase::unregister_region(kvblob_region_t *handle)
     std::unique_lock lock(regions_mu_);
     auto it = regions_.find(handle);
     if (it == regions_.end()) return KVBLOB_E_INVALID;
-    if (it->second->pinned)  // R-REG-2
-        return KVBLOB_BREAKS("lifetime.unprovable-pins")       ? KVBLOB_OK
-               : KVBLOB_BREAKS("m.reg2.unregister-busy-status") ? KVBLOB_E_BUSY
-                                                               : KVBLOB_E_UNPROVABLE;
-    if (it->second->users.load() != 0) return KVBLOB_BREAKS("lifetime.unregister-busy") ? KVBLOB_OK : KVBLOB_E_BUSY;  // R-REG-1
-    if (KVBLOB_BREAKS("admission.unregistered-region")) return KVBLOB_OK;  // says gone, stays usable
+    if (it->second->pinned) return KVBLOB_E_UNPROVABLE;         // R-REG-2
+    if (it->second->users.load() != 0) return KVBLOB_E_BUSY;  // R-REG-1
     // Out of the table first: no operation can name it any more, and none
     // still does (users is 0), so the store's side is undone unlocked.
     std::unique_ptr<Region> gone = std::move(it->second);
@@ -195,7 +175,7 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanLis
     // Words are put together only for a refusal: this runs for every row.
     const auto where = [r] { return "row " + std::to_string(r); };
     if (row.span_count == 0 || !row.spans) return "[R-ADM-5] " + where() + " has no span";
-    if (row.span_count > caps_.max_spans_per_row && !KVBLOB_BREAKS("admission.too-many-spans"))
+    if (row.span_count > caps_.max_spans_per_row)
         return "[R-ADM-5] " + where() + " has " + std::to_string(row.span_count) + " spans, more than " +
                std::to_string(caps_.max_spans_per_row);
     for (uint32_t s = 0; s < row.span_count; ++s) {
@@ -228,7 +208,7 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanLis
             if (span.length > caps_.max_object_bytes) return "[R-ADM-5] " + where() + " has a span over the object limit";
         return {};
     }
-    if (total > caps_.max_object_bytes && !KVBLOB_BREAKS("admission.object-too-large"))
+    if (total > caps_.max_object_bytes)
         return "[R-ADM-5] " + where() + " is " + std::to_string(total) + " bytes, over the object limit of " +
                std::to_string(caps_.max_object_bytes);
     return {};
@@ -242,40 +222,18 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
         why = where() + " has a bad struct_size";
         return KVBLOB_E_INVALID;
     }
-    if ((row.key_len == 0 || !row.key) && !KVBLOB_BREAKS("admission.empty-key")) {
+    if (row.key_len == 0 || !row.key) {
         why = "[R-ADM-4] " + where() + " has an empty key";
         return KVBLOB_E_REJECTED;
     }
-    if (row.key_len > caps_.max_key_bytes && !KVBLOB_BREAKS("admission.long-key")) {
+    if (row.key_len > caps_.max_key_bytes) {
         why = "[R-ADM-4] " + where() + " has a key of " + std::to_string(row.key_len) + " bytes, over " +
               std::to_string(caps_.max_key_bytes);
         return KVBLOB_E_REJECTED;
     }
     Row &dst = op.rows[r];
     dst.key.assign(reinterpret_cast<const char *>(row.key), row.key_len);
-    if (KVBLOB_BREAKS("data.binary-keys")) dst.key = dst.key.c_str();  // a key taken as a C string
-    if (KVBLOB_BREAKS("data.key-space"))  // keys compared ignoring ASCII case
-        for (auto &ch : dst.key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (KVBLOB_BREAKS("m.key1.first-250-bytes") && dst.key.size() > 250) dst.key.resize(250);
-    if (KVBLOB_BREAKS("m.key1.first-512-bytes") && dst.key.size() > 512) dst.key.resize(512);
-    if (KVBLOB_BREAKS("m.key1.seven-bit"))  // a store that keeps 7-bit text
-        for (auto &ch : dst.key) ch = static_cast<char>(ch & 0x7F);
-    if (KVBLOB_BREAKS("admission.converse") && row.key_len == caps_.max_key_bytes) {
-        why = "[R-ADM-4] " + where() + " has a key at the limit";  // off by one
-        return KVBLOB_E_REJECTED;
-    }
-    if (KVBLOB_BREAKS("m.con1.static-key-set") || KVBLOB_BREAKS("concurrency.admission-held")) {
-        // One set for every call, emptied at each operation's first row.
-        static std::unordered_set<std::string> seen;
-        static std::mutex seen_mu;
-        std::lock_guard seen_lock(seen_mu);
-        if (r == 0) seen.clear();
-        if (!seen.insert(dst.key).second) {
-            why = "[R-ADM-4] " + where() + " repeats a key";
-            return KVBLOB_E_REJECTED;
-        }
-    }
-    if (!keys.insert(r) && !KVBLOB_BREAKS("admission.duplicate-key")) {
+    if (!keys.insert(r)) {
         why = "[R-ADM-4] " + where() + " repeats a key of this operation";
         return KVBLOB_E_REJECTED;
     }
@@ -313,19 +271,12 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
         why = "[R-ADM-3] an operation needs at least one row";
         return KVBLOB_E_REJECTED;
     }
-    if (batch->row_count > caps_.max_rows_per_op + (KVBLOB_BREAKS("m.adm3.rows-off-by-one") ? 1 : 0) &&
-        !KVBLOB_BREAKS("admission.too-many-rows")) {
+    if (batch->row_count > caps_.max_rows_per_op) {
         why = "[R-ADM-3] " + std::to_string(batch->row_count) + " rows, more than the limit of " +
               std::to_string(caps_.max_rows_per_op);
         return KVBLOB_E_REJECTED;
     }
-    if (KVBLOB_BREAKS("data.round-trip.batch-10000") && batch->row_count > 5000) {
-        why = "more than 5000 rows";
-        return KVBLOB_E_REJECTED;
-    }
-    if (batch->hint && !(caps_.flags & KVBLOB_CAP_HINTS) && !KVBLOB_BREAKS("admission.hint-gated") &&
-        !(KVBLOB_BREAKS("m.adm7.empty-hint-admitted") && batch->hint->size == 0) &&
-        !(KVBLOB_BREAKS("m.adm7.hint-checked-on-put-only") && kind != OpKind::put)) {
+    if (batch->hint && !(caps_.flags & KVBLOB_CAP_HINTS)) {
         why = "[R-ADM-7] a hint, but this driver does not declare hints";
         return KVBLOB_E_REJECTED;
     }
@@ -334,9 +285,7 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
     op->rows = std::vector<Row>(batch->row_count);
     if (batch->hint && batch->hint->bytes) {
         const char *bytes = static_cast<const char *>(batch->hint->bytes);
-        op->hint.assign(bytes, KVBLOB_BREAKS("hints.exact-bytes")        ? strnlen(bytes, batch->hint->size)  // as a C string
-                               : KVBLOB_BREAKS("m.hnt1.hint-capped-64") ? std::min<uint64_t>(batch->hint->size, 64)
-                                                                        : batch->hint->size);
+        op->hint.assign(bytes, batch->hint->size);
 #ifdef KVBLOB_BROKEN_BUILD
         op->hint_source = batch->hint->bytes;  // m.hnt1.hint-not-copied
         op->hint_length = batch->hint->size;
@@ -355,11 +304,9 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
 #endif
         return refusal;
     }
-    const uint64_t in_flight_limit =
-        caps_.max_ops_in_flight + (KVBLOB_BREAKS("admission.ops-in-flight") || KVBLOB_BREAKS("m.adm10.in-flight-plus-one") ? 1 : 0);
-    if (in_flight_.load() >= in_flight_limit) {
+    if (in_flight_.load() >= caps_.max_ops_in_flight) {
         why = "too many operations in flight (limit " + std::to_string(caps_.max_ops_in_flight) + ")";
-        return KVBLOB_BREAKS("m.adm3.in-flight-busy") ? KVBLOB_E_BUSY : KVBLOB_E_REJECTED;
+        return KVBLOB_E_REJECTED;
     }
     // Admitted: from here on every failure is a row result (R-ADM-1).
     if (!(KVBLOB_BREAKS("m.reg1.get-not-counted") && kind == OpKind::get))
@@ -367,19 +314,11 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
     lock.unlock();
     in_flight_.fetch_add(1);
     Op *raw = op.get();
-#ifdef KVBLOB_BROKEN_BUILD
-    raw->submitter = std::this_thread::get_id();  // m.con1.submitter-thread-only
-#endif
     {
         std::lock_guard ops_lock(ops_mu_);
         ops_.emplace(raw, std::move(op));
     }
     *out = raw;
-    // Announces as soon as it admits, before any row ran.
-    if (notifies_ && (KVBLOB_BREAKS("notify.after-state") ||
-                      (KVBLOB_BREAKS("m.ntf2.get-final-at-admission") && kind == OpKind::get)))
-        host_.notify(host_.context, raw, KVBLOB_NOTIFY_FINAL);
-    if (notifies_ && KVBLOB_BREAKS("m.ntf2.access-at-admission")) host_.notify(host_.context, raw, KVBLOB_NOTIFY_ACCESS);
     start(*raw);
     return KVBLOB_OK;
 }
@@ -389,11 +328,6 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
 kvblob_status DriverBase::poll(kvblob_op_t *handle, uint32_t *is_final)
 {
     if (!handle || !is_final) return KVBLOB_E_INVALID;
-#ifdef KVBLOB_BROKEN_BUILD
-    // A completion queue per thread: only the submitting thread sees its operations.
-    if (KVBLOB_BREAKS("m.con1.submitter-thread-only") && as_op(handle)->submitter != std::this_thread::get_id())
-        return KVBLOB_E_INVALID;
-#endif
     Op &op = *as_op(handle);
     *is_final = (op.state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
     if (!*is_final && op.queued.load(std::memory_order_relaxed)) {
@@ -405,11 +339,6 @@ kvblob_status DriverBase::poll(kvblob_op_t *handle, uint32_t *is_final)
         if (run_queued(op))
             *is_final = (op.state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
     }
-    if (KVBLOB_BREAKS("m.acc1.poll-counts-pending") && !*is_final) {
-        uint32_t pending = 0;  // "is_final" taken for a count of rows still to come
-        for (const auto &row : as_op(handle)->rows) pending += row.result.load() == KVBLOB_ROW_PENDING;
-        *is_final = pending;
-    }
     return KVBLOB_OK;
 }
 
@@ -418,19 +347,9 @@ kvblob_status DriverBase::results(kvblob_op_t *handle, uint64_t first, uint64_t 
     if (!handle || (count && !out)) return KVBLOB_E_INVALID;
     Op &op = *as_op(handle);
     if (first > op.rows.size() || count > op.rows.size() - first) return KVBLOB_E_INVALID;
-    if (KVBLOB_BREAKS("results.paging-and-order")) first = 0;  // every page read from the top
-#ifdef KVBLOB_BROKEN_BUILD
-    op.results_read.store(true);
-#endif
     for (uint64_t i = 0; i < count; ++i) {
         const Row &row = op.rows[first + i];
-        int32_t result = row.result.load(std::memory_order_acquire);
-        if (KVBLOB_BREAKS("results.pending-before-final") && result == KVBLOB_ROW_PENDING)
-            result = KVBLOB_ROW_READY;  // rows are presumed READY until they fail
-        if (KVBLOB_BREAKS("data.results.stable") && result == KVBLOB_ROW_READY) {
-            static std::atomic<uint64_t> reads{0};
-            if (reads++ > 0) result = KVBLOB_ROW_DECLINED;  // a final result that changes when read again
-        }
+        const int32_t result = row.result.load(std::memory_order_acquire);
         out[i].result = result;
         out[i].driver_code = result == KVBLOB_ROW_PENDING ? 0 : row.code;
         out[i].reserved = 0;
@@ -451,19 +370,13 @@ uint32_t DriverBase::row_message(kvblob_op_t *handle, uint64_t row, char *buf, u
         std::memcpy(buf, m.data(), n);
         buf[n] = '\0';
     }
-    return static_cast<uint32_t>(m.size() + (KVBLOB_BREAKS("results.row-message") ? 1 : 0));  // counts the NUL
+    return static_cast<uint32_t>(m.size());
 }
 
 kvblob_access DriverBase::access(kvblob_op_t *handle)
 {
     if (!handle) return KVBLOB_ACCESS_OPEN;
     const uint32_t state = as_op(handle)->state.load(std::memory_order_acquire);
-    if (KVBLOB_BREAKS("lifetime.answers-any-order") && !(state & Op::results_final))
-        return 9;  // assumes access is only asked once results are final
-#ifdef KVBLOB_BROKEN_BUILD
-    if (KVBLOB_BREAKS("m.acc1.access-ends-on-results") && !as_op(handle)->results_read.load())
-        return KVBLOB_ACCESS_OPEN;  // access is only closed out once the results were read
-#endif
     return (state & Op::access_unprovable) ? KVBLOB_ACCESS_UNPROVABLE
            : (state & Op::access_ended)    ? KVBLOB_ACCESS_ENDED
                                            : KVBLOB_ACCESS_OPEN;
@@ -473,10 +386,6 @@ kvblob_status DriverBase::cancel(kvblob_op_t *handle)
 {
     if (!handle) return KVBLOB_E_INVALID;
     Op &op = *as_op(handle);
-    if (KVBLOB_BREAKS("cancel.after-final") && (op.state.load() & Op::results_final)) {
-        for (size_t i = 0; i < op.rows.size(); ++i) set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled");
-        return KVBLOB_OK;
-    }
     if (op.state.load() & Op::results_final) return KVBLOB_OK;
     op.cancel_requested.store(true);
     on_cancel(op);
@@ -491,16 +400,12 @@ kvblob_status DriverBase::release(kvblob_op_t *handle)
     Op &op = *it->second;
     const uint32_t state = op.state.load(std::memory_order_acquire);
     if (state & Op::access_unprovable)  // R-OPS-1
-        return KVBLOB_BREAKS("m.ops1.release-unprovable-ok") ? KVBLOB_OK : KVBLOB_E_UNPROVABLE;
-    if (state != (Op::results_final | Op::access_ended))
-        return KVBLOB_BREAKS("m.ops1.release-before-final") ? KVBLOB_OK : KVBLOB_E_BUSY;  // (and keeps it)
+        return KVBLOB_E_UNPROVABLE;
+    if (state != (Op::results_final | Op::access_ended)) return KVBLOB_E_BUSY;
     // Both bits are set, so every announcement of op has begun (each counts
     // itself in before setting its bit); wait out those still in the host's
     // notify, which never blocks: no notify names op after this returns.
     while (op.announcing.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-    if (KVBLOB_BREAKS("m.ops1.release-busy-after-cancel"))
-        for (const auto &row : op.rows)
-            if (row.result.load() == KVBLOB_ROW_CANCELLED) return KVBLOB_E_BUSY;
     ops_.erase(it);
     return KVBLOB_OK;
 }
@@ -527,20 +432,6 @@ void DriverBase::set_row(Op &op, size_t i, kvblob_row_result result, int32_t cod
     row.result.store(result, std::memory_order_release);
 }
 
-namespace {
-
-// Whether a broken build announces event late, after release may have
-// returned (last: the event completes the operation, so release may come
-// at once); always false in other builds.
-bool late_announcement([[maybe_unused]] kvblob_notify_event event, [[maybe_unused]] bool last)
-{
-    return (KVBLOB_BREAKS("notify.after-release") && last) ||
-           (KVBLOB_BREAKS("m.ntf3.final-after-release") && event == KVBLOB_NOTIFY_FINAL) ||
-           (KVBLOB_BREAKS("m.ntf3.access-after-release") && event == KVBLOB_NOTIFY_ACCESS);
-}
-
-}  // namespace
-
 uint32_t DriverBase::set_and_announce(Op &op, uint32_t bit, kvblob_notify_event event)
 {
     if (!notifies_) return op.state.fetch_or(bit, std::memory_order_acq_rel);
@@ -550,42 +441,7 @@ uint32_t DriverBase::set_and_announce(Op &op, uint32_t bit, kvblob_notify_event 
     const uint32_t before = op.state.fetch_or(bit, std::memory_order_seq_cst);
     // After the state it announces is visible, and only by the call that set
     // the bit: each event once per operation.
-    const bool final = event == KVBLOB_NOTIFY_FINAL;
-    const bool skip =
-        KVBLOB_BREAKS("notify.announced") ||  // declares notify, never announces
-        (KVBLOB_BREAKS("notify.probe-remove") && (op.kind == OpKind::probe || op.kind == OpKind::remove)) ||
-        (KVBLOB_BREAKS("m.ntf1.probe-not-announced") && op.kind == OpKind::probe) ||
-        (KVBLOB_BREAKS("m.ntf1.remove-access-not-announced") && op.kind == OpKind::remove && !final) ||
-        (KVBLOB_BREAKS("m.ntf1.access-never-announced") && !final) ||
-        (KVBLOB_BREAKS("m.ntf1.gets-not-announced") && op.kind == OpKind::get) ||
-        // announced at admission instead (submit)
-        (KVBLOB_BREAKS("notify.after-state") && final) ||
-        (KVBLOB_BREAKS("m.ntf2.get-final-at-admission") && final && op.kind == OpKind::get) ||
-        (KVBLOB_BREAKS("m.ntf2.access-at-admission") && !final);
-    constexpr uint32_t both = Op::results_final | Op::access_ended;
-    if (!(before & bit) && !skip && late_announcement(event, ((before | bit) & both) == both)) {
-        // Counted out before it announces: a release may return, and free
-        // op, meanwhile (the broken builds of R-NTF-3's late announcements).
-        op.announcing.fetch_sub(1, std::memory_order_release);
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        host_.notify(host_.context, &op, event);  // op as an address only: it may be gone
-        return before;
-    }
-    if (!(before & bit) && !skip) {
-        host_.notify(host_.context, &op, event);
-        if (KVBLOB_BREAKS("m.ntf3.final-retried-late") && final) {
-            // Announces final once more a little later, "in case the first was lost".
-            op.announcing.fetch_sub(1, std::memory_order_release);
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-            host_.notify(host_.context, &op, event);
-            return before;
-        }
-        const int again = (KVBLOB_BREAKS("notify.once") && final) ? 1
-                          : (KVBLOB_BREAKS("m.ntf3.access-twice") && !final) ? 1
-                          : (KVBLOB_BREAKS("m.ntf3.final-per-row") && final) ? static_cast<int>(op.rows.size()) - 1
-                                                                             : 0;
-        for (int i = 0; i < again; ++i) host_.notify(host_.context, &op, event);
-    }
+    if (!(before & bit)) host_.notify(host_.context, &op, event);
     op.announcing.fetch_sub(1, std::memory_order_release);  // op may be gone from here on
     return before;
 }
@@ -643,13 +499,7 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
         for (auto &[handle, region] : regions_) region->pinned.store(false);
     }
     if (any_unprovable_.load()) {  // R-DRN-2
-        if (KVBLOB_BREAKS("m.drn2.drain-ok-with-unprovable")) return KVBLOB_OK;
-        if (KVBLOB_BREAKS("m.drn2.drain-timeout-status")) return KVBLOB_E_TIMEOUT;
-        if (!KVBLOB_BREAKS("m.drn2.drain-waits-on-unprovable")) return KVBLOB_E_UNPROVABLE;
-    }
-    if (KVBLOB_BREAKS("lifetime.drain-concurrent")) {
-        drained_ok_.store(true);  // claims done without waiting for anything
-        return KVBLOB_OK;
+        return KVBLOB_E_UNPROVABLE;
     }
     if (KVBLOB_BREAKS("concurrency.held-get")) timeout_ns = std::max<uint64_t>(timeout_ns, 5'000'000'000ull);
     if (KVBLOB_BREAKS("cancel.only-when-asked")) {
@@ -668,7 +518,6 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
     std::unique_lock lock(drain_mu_);
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::nanoseconds(std::min<uint64_t>(timeout_ns, uint64_t(1) << 62));
-    const bool unprovable_stops = !KVBLOB_BREAKS("m.drn2.drain-waits-on-unprovable");
     auto calls_returned = [&] {
 #ifdef KVBLOB_BROKEN_BUILD
         if (KVBLOB_BREAKS("lifetime.drain-waits-for-calls")) return true;  // calls in progress ignored
@@ -677,14 +526,13 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
         return calls_in_progress_.load() == 0;
     };
     auto idle = [&] {
-        return (unprovable_stops && any_unprovable_.load()) ||
+        return any_unprovable_.load() ||
                (calls_returned() && (in_flight_.load() == 0 || KVBLOB_BREAKS("m.drn1.drain-waits-for-calls-only")));
     };
     bool done = KVBLOB_BREAKS("m.con3.drain-waits-for-held") ? (drain_cv_.wait(lock, idle), true)
                                                              : drain_cv_.wait_until(lock, deadline, idle);
     if (KVBLOB_BREAKS("m.drn3.draining-set-late")) draining_.store(true);
     if (any_unprovable_.load()) return KVBLOB_E_UNPROVABLE;
-    if (!done && KVBLOB_BREAKS("m.drn1.drain-ok-on-timeout")) done = true;
     if (!done && KVBLOB_BREAKS("admission.during-drain")) draining_.store(false);  // admits again after a failed drain
     if (!done) return KVBLOB_E_TIMEOUT;
     drained_ok_.store(true);
@@ -693,12 +541,10 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
 
 kvblob_status DriverBase::can_close()
 {
-    if (!drained_ok_.load() && !KVBLOB_BREAKS("lifetime.close-order") &&
-        !(KVBLOB_BREAKS("m.cls1.close-when-idle") && in_flight_.load() == 0))
-        return KVBLOB_E_BUSY;  // R-CLS-1
+    if (!drained_ok_.load()) return KVBLOB_E_BUSY;  // R-CLS-1
     {
         std::shared_lock lock(regions_mu_);
-        if (!regions_.empty() && !KVBLOB_BREAKS("m.cls1.close-with-regions")) return KVBLOB_E_BUSY;
+        if (!regions_.empty()) return KVBLOB_E_BUSY;
     }
     stop();
     return KVBLOB_OK;

@@ -122,8 +122,6 @@ struct Op : kvblob_op {
     std::atomic<bool> queued{false};
 #ifdef KVBLOB_BROKEN_BUILD
     // Mutants only (tests/mutation).
-    std::atomic<bool> results_read{false};
-    std::thread::id submitter;
     const void *hint_source = nullptr;
     uint64_t hint_length = 0;
 #endif
