@@ -223,11 +223,8 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
 {
     const auto &row = op.rows[i];
     auto &out = op.outcomes[i];
-    const bool store_declined = (KVBLOB_BREAKS("data.failed-put.leaves-nothing") ||
-                                 KVBLOB_BREAKS("m.row8.fault-but-stored")) && pool_full_.load();
-    if (pool_full_.load() && !store_declined) {
-        out = {KVBLOB_BREAKS("scenario.full-pool") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_DECLINED, 0,
-               "the pool is full (staged)", nullptr};
+    if (pool_full_.load()) {
+        out = {KVBLOB_ROW_DECLINED, 0, "the pool is full (staged)", nullptr};
         return;
     }
     size_t span_count = row.spans.size();
@@ -240,23 +237,12 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     auto reservation = store_->reserve(row.key, bytes);
     const bool in_place = KVBLOB_BREAKS("concurrency.one-key-two-drivers");
     if (in_place) reservation = Store::Reservation::reserved;  // no writer excludes another
-    if (KVBLOB_BREAKS("data.put-existing.unchanged") && reservation == Store::Reservation::exists)
-        reservation = Store::Reservation::reserved;  // rewrites what is stored
     switch (reservation) {
     case Store::Reservation::exists:
-        if (KVBLOB_BREAKS("m.row7.existing-not-ready")) {
-            out = {KVBLOB_ROW_NOT_READY, 0, "exists", nullptr};  // an existing key taken for a conflict
-            return;
-        }
-        if (KVBLOB_BREAKS("m.row7.existing-declined")) {
-            out = {KVBLOB_ROW_DECLINED, 0, "quota", nullptr};  // the existing object counted again
-            return;
-        }
         out = {KVBLOB_ROW_READY, 0, "already stored; left as it was", nullptr};
         return;
     case Store::Reservation::writing:
-        out = {KVBLOB_BREAKS("scenario.foreign-writer") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_NOT_READY, 0,
-               "another writer holds this key uncommitted", nullptr};
+        out = {KVBLOB_ROW_NOT_READY, 0, "another writer holds this key uncommitted", nullptr};
         return;
     case Store::Reservation::full:
         out = {KVBLOB_ROW_DECLINED, 0,
@@ -290,10 +276,7 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     support::write_trailer(dst, support::trailer_v2, row.key, total, crc);
-    // The broken builds for R-ROW-8 say DECLINED (or FAULT) and store the object anyway.
-    out = {store_declined ? (KVBLOB_BREAKS("m.row8.fault-but-stored") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_DECLINED)
-                          : KVBLOB_ROW_READY,
-           0, {}, std::move(object)};
+    out = {KVBLOB_ROW_READY, 0, {}, std::move(object)};
 }
 
 void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
@@ -303,31 +286,19 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
     if (keys_staged_.load(std::memory_order_acquire)) {
         std::lock_guard lock(hooks_mu_);
         if (failing_reads_.count(row.key)) {
-            out = {KVBLOB_BREAKS("scenario.failing-read") ? KVBLOB_ROW_MISS : KVBLOB_ROW_FAULT, 5,
-                   "the store failed to read this object (staged)", nullptr};
+            out = {KVBLOB_ROW_FAULT, 5, "the store failed to read this object (staged)", nullptr};
             return;
         }
     }
     auto found = store_->find(row.key);
     if (found.state == Store::State::absent) {
-        if (KVBLOB_BREAKS("data.miss.untouched"))
-            for (const auto &span : row.spans) std::memset(span.data, 0, span.length);
         if (KVBLOB_BREAKS("device.miss.untouched"))
             for (const auto &span : row.spans) zero_device(span.data, span.length, span);
-        if (KVBLOB_BREAKS("m.row3.miss-first-byte") && !row.spans.empty() && !row.spans[0].device)
-            row.spans[0].data[0] = 0;  // "cleared" as a C string
-        if (KVBLOB_BREAKS("m.row3.miss-in-batch") && i > 0)
-            for (const auto &span : row.spans) std::memset(span.data, 0xFF, span.length);
-        if (KVBLOB_BREAKS("data.absent-is-miss")) {
-            out = {KVBLOB_ROW_FAULT, 404, "not found", nullptr};  // absence reported as a failure
-            return;
-        }
         out = {KVBLOB_ROW_MISS, 0, {}, nullptr};  // destination untouched (R-ROW-3)
         return;
     }
     if (found.state == Store::State::writing) {
-        out = {KVBLOB_BREAKS("scenario.foreign-writer") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_NOT_READY, 0,
-               "the object is being written", nullptr};
+        out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr};
         return;
     }
     const auto &object = *found.object;
@@ -393,7 +364,7 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
             src += span.length;
         }
     }
-    if (crc != recorded && !KVBLOB_BREAKS("data.corrupt.never-ready")) {
+    if (crc != recorded) {
         // R-ROW-6: the bytes were written, but they are never called READY.
         out = {KVBLOB_ROW_FAULT, static_cast<int32_t>(support::TrailerFault::bad_checksum),
                support::to_string(support::TrailerFault::bad_checksum), nullptr};
@@ -407,13 +378,10 @@ void MemoryDriver::transfer_probe(MemoryOp &op, size_t i)
     auto &out = op.outcomes[i];
     switch (store_->find(op.rows[i].key).state) {
     case Store::State::absent:
-        out = KVBLOB_BREAKS("m.row4.probe-absent-fault") ? MemoryOp::Outcome{KVBLOB_ROW_FAULT, 404, "not found", nullptr}
-                                                         : MemoryOp::Outcome{KVBLOB_ROW_MISS, 0, {}, nullptr};
+        out = {KVBLOB_ROW_MISS, 0, {}, nullptr};
         break;
     case Store::State::writing:
-        out = KVBLOB_BREAKS("scenario.foreign-writer.probe") ? MemoryOp::Outcome{KVBLOB_ROW_MISS, 0, {}, nullptr}
-                                                            : MemoryOp::Outcome{KVBLOB_ROW_NOT_READY, 0,
-                                                                                "the object is being written", nullptr};
+        out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr};
         break;
     case Store::State::complete: out = {KVBLOB_ROW_READY, 0, {}, nullptr}; break;
     }
@@ -422,19 +390,10 @@ void MemoryDriver::transfer_probe(MemoryOp &op, size_t i)
 void MemoryDriver::transfer_remove(MemoryOp &op, size_t i)
 {
     auto &out = op.outcomes[i];
-    if (KVBLOB_BREAKS("remove.then-miss") && store_->find(op.rows[i].key).state == Store::State::complete) {
-        out = {KVBLOB_ROW_READY, 0, {}, nullptr};  // says removed, removes nothing
-        return;
-    }
-    if (KVBLOB_BREAKS("remove.being-written") && store_->find(op.rows[i].key).state == Store::State::writing) {
-        store_->drop_foreign_writer(op.rows[i].key);  // removes the writer's claim and says READY
-        out = {KVBLOB_ROW_READY, 0, {}, nullptr};
-        return;
-    }
     switch (store_->remove(op.rows[i].key)) {
     case Store::Removal::removed: out = {KVBLOB_ROW_READY, 0, {}, nullptr}; break;
     case Store::Removal::absent:
-        out = {KVBLOB_BREAKS("m.rmv1.remove-absent-ready") ? KVBLOB_ROW_READY : KVBLOB_ROW_MISS, 0, {}, nullptr};
+        out = {KVBLOB_ROW_MISS, 0, {}, nullptr};
         break;
     case Store::Removal::writing: out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr}; break;
     }
@@ -442,21 +401,6 @@ void MemoryDriver::transfer_remove(MemoryOp &op, size_t i)
 
 void MemoryDriver::commit(MemoryOp &op)
 {
-    if (KVBLOB_BREAKS("admission.failures-are-rows"))
-        for (const auto &out : op.outcomes)
-            if (out.result == KVBLOB_ROW_FAULT) {
-                for (auto &each : op.outcomes) each = {KVBLOB_ROW_FAULT, 1, "the operation failed", nullptr};
-                break;  // one failing row fails the whole operation
-            }
-    if (KVBLOB_BREAKS("m.adm1.fault-spreads-to-next") || KVBLOB_BREAKS("m.adm1.fault-aborts-rest")) {
-        for (size_t i = op.rows.size() - 1; i >= 1; --i) {  // from the end: each row sees its own predecessor
-            if (op.outcomes[i - 1].result != KVBLOB_ROW_FAULT) continue;
-            if (KVBLOB_BREAKS("m.adm1.fault-spreads-to-next"))  // an error code not reset
-                op.outcomes[i] = {KVBLOB_ROW_FAULT, op.outcomes[i - 1].code, "failed", nullptr};
-            else  // the first failure aborts the rest
-                for (size_t j = i; j < op.rows.size(); ++j) op.outcomes[j] = {KVBLOB_ROW_FAULT, 1, "aborted", nullptr};
-        }
-    }
     for (size_t i = 0; i < op.rows.size(); ++i) {
         auto &out = op.outcomes[i];
         if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) {  // cancelled before it started
@@ -472,11 +416,6 @@ void MemoryDriver::commit(MemoryOp &op)
         if (started_cancelled && KVBLOB_BREAKS("m.can1.started-put-cancelled")) out.staged = {};  // stores nothing
         if (out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
         if (started_cancelled) out = {KVBLOB_ROW_CANCELLED, 0, "cancelled", nullptr};
-        if (op.kind == OpKind::get && KVBLOB_BREAKS("data.round-trip.one-row") && op.rows.size() == 1)
-            out.result = 99;  // not a result at all
-        if (op.kind == OpKind::get && KVBLOB_BREAKS("data.round-trip.many-rows") && op.rows.size() >= 100 &&
-            i + 1 == op.rows.size())
-            continue;  // the last row never gets its result
         set_row(op, i, out.result, out.code, std::move(out.message));
     }
 }

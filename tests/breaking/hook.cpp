@@ -107,11 +107,23 @@ const void *get_extension(kvblob_driver_t *d, const char *id) noexcept;
 kvblob_status register_region(kvblob_driver_t *d, const kvblob_region_desc_t *desc, kvblob_region_t **out,
                               char *err, uint32_t cap) noexcept
 {
-    return hooked(d).brk->register_region(hooked(d), desc, out, err, cap);
+    Hooked &h = hooked(d);
+    kvblob_status st = h.brk->register_region(h, desc, out, err, cap);
+    if (st == KVBLOB_OK && desc && out && *out) {
+        std::lock_guard lock(h.ops_mu);
+        h.regions[*out] = *desc;
+    }
+    return st;
 }
 kvblob_status unregister_region(kvblob_driver_t *d, kvblob_region_t *r) noexcept
 {
-    return hooked(d).brk->unregister_region(hooked(d), r);
+    Hooked &h = hooked(d);
+    kvblob_status st = h.brk->unregister_region(h, r);
+    if (st == KVBLOB_OK) {
+        std::lock_guard lock(h.ops_mu);
+        h.regions.erase(r);
+    }
+    return st;
 }
 template <Kind K>
 kvblob_status submit(kvblob_driver_t *d, const kvblob_batch_t *b, kvblob_op_t **out, char *err,
@@ -176,7 +188,7 @@ kvblob_status foreign_writer(kvblob_driver_t *d, const uint8_t *k, uint64_t n) n
 {
     return staged(d).scenarios->stage_foreign_writer(staged(d).inner, k, n);
 }
-kvblob_status full_pool(kvblob_driver_t *d) noexcept { return staged(d).scenarios->stage_full_pool(staged(d).inner); }
+kvblob_status full_pool(kvblob_driver_t *d) noexcept { return staged(d).brk->stage_full_pool(staged(d)); }
 kvblob_status failing_read(kvblob_driver_t *d, const uint8_t *k, uint64_t n) noexcept
 {
     return staged(d).scenarios->stage_failing_read(staged(d).inner, k, n);
@@ -195,7 +207,7 @@ kvblob_status unprovable(kvblob_driver_t *d, const uint8_t *k, uint64_t n) noexc
 }
 kvblob_status release_staged(kvblob_driver_t *d) noexcept
 {
-    return staged(d).scenarios->release_staged(staged(d).inner);
+    return staged(d).brk->release_staged(staged(d));
 }
 kvblob_status advance(kvblob_driver_t *d, kvblob_op_t *op, kvblob_stage stage) noexcept
 {
@@ -203,7 +215,7 @@ kvblob_status advance(kvblob_driver_t *d, kvblob_op_t *op, kvblob_stage stage) n
 }
 uint64_t echo_hint(kvblob_driver_t *d, kvblob_op_t *op, void *buf, uint64_t capacity) noexcept
 {
-    return staged(d).scenarios->echo_hint(staged(d).inner, op, buf, capacity);
+    return staged(d).brk->echo_hint(staged(d), op, buf, capacity);
 }
 
 // This plugin's scenario table for a reference table: the slots the
@@ -293,10 +305,52 @@ kvblob_status Hooked::submit(Kind kind, const kvblob_batch_t *batch, kvblob_op_t
     return KVBLOB_E_INVALID;
 }
 
-Hooked::~Hooked()
+Hooked::~Hooked() = default;
+
+uint8_t *Hooked::address(const kvblob_span_t &span)
 {
-    for (auto &t : threads)
-        if (t.joinable()) t.join();
+    std::lock_guard lock(ops_mu);
+    auto it = regions.find(span.region);
+    return it == regions.end() ? nullptr : static_cast<uint8_t *>(it->second.base) + span.offset;
+}
+
+std::vector<kvblob_row_result> Hooked::run(Kind kind, const kvblob_batch_t &batch)
+{
+    kvblob_op_t *op = nullptr;
+    char why[256];
+    if (submit(kind, &batch, &op, why, sizeof why) != KVBLOB_OK) return {};
+    wait_final(op);
+    std::vector<kvblob_row_status_t> rows(batch.row_count);
+    for (auto &r : rows) r.struct_size = sizeof r;
+    results(op, 0, rows.size(), rows.data());
+    while (next->release(inner, op) == KVBLOB_E_BUSY) std::this_thread::yield();
+    {
+        // Its announcements were never the host's: gone with it, before the
+        // address can name an operation of the host's.
+        std::lock_guard lock(ops_mu);
+        std::erase_if(early, [op](const auto &e) { return e.first == op; });
+    }
+    std::vector<kvblob_row_result> out;
+    for (const auto &r : rows) out.push_back(r.result);
+    return out;
+}
+
+std::vector<bool> Hooked::stored(const std::vector<std::string> &keys)
+{
+    std::vector<kvblob_row_t> rows;
+    for (const auto &k : keys)
+        rows.push_back({sizeof(kvblob_row_t), 0, reinterpret_cast<const uint8_t *>(k.data()), k.size(), nullptr});
+    kvblob_batch_t batch{sizeof batch, 0, rows.data(), rows.size(), nullptr};
+    std::vector<bool> out(keys.size(), false);
+    if (rows.empty()) return out;
+    auto results = run(Kind::probe, batch);
+    for (size_t i = 0; i < results.size(); ++i) out[i] = results[i] == KVBLOB_ROW_READY;
+    return out;
+}
+
+void page(const std::vector<kvblob_row_status_t> &all, uint64_t first, uint64_t count, kvblob_row_status_t *out)
+{
+    for (uint64_t i = 0; i < count && first + i < all.size(); ++i) out[i] = all[first + i];
 }
 
 bool Hooked::info(kvblob_op_t *op, OpInfo &out)

@@ -59,8 +59,8 @@ struct Hooked {
     std::mutex ops_mu;
     std::map<kvblob_op_t *, OpInfo> ops;
     std::vector<std::pair<kvblob_op_t *, kvblob_notify_event>> early;
-    // Threads a Break started (late announcements), joined at close.
-    std::vector<std::thread> threads;
+    // The regions the host registered, as it described them.
+    std::map<kvblob_region_t *, kvblob_region_desc_t> regions;
     ~Hooked();
 
     // The host's callbacks, as the reference would call them.
@@ -79,6 +79,13 @@ struct Hooked {
     bool wait_final(kvblob_op_t *op) const;
     // What is known of op (kind, rows); false when it is not admitted.
     bool info(kvblob_op_t *op, OpInfo &out);
+    // Where span points in the host's memory (nullptr for a region not known).
+    uint8_t *address(const kvblob_span_t &span);
+    // Runs an operation of the breaking driver's own through the reference,
+    // unseen by the host, to its end: the rows' results, empty when refused.
+    std::vector<kvblob_row_result> run(Kind kind, const kvblob_batch_t &batch);
+    // Whether each key is stored (a probe through the reference).
+    std::vector<bool> stored(const std::vector<std::string> &keys);
 };
 
 // One way of breaking the reference at its table. Each member is the slot of
@@ -123,7 +130,19 @@ public:
     // The reference announced op (only when the host lent notify).
     virtual void notify(Hooked &h, kvblob_op_t *op, kvblob_notify_event event) { h.notify(op, event); }
     virtual void log(Hooked &h, kvblob_log_level level, const char *message) { h.log(level, message); }
+    // The scenario hooks (kvblob.scenarios/1) the breaking driver overrides.
+    virtual kvblob_status stage_full_pool(Hooked &h) { return h.scenarios->stage_full_pool(h.inner); }
+    virtual kvblob_status release_staged(Hooked &h) { return h.scenarios->release_staged(h.inner); }
+    virtual uint64_t echo_hint(Hooked &h, kvblob_op_t *op, void *buf, uint64_t capacity)
+    {
+        return h.scenarios->echo_hint(h.inner, op, buf, capacity);
+    }
 };
+
+// The results of rows [first, first + count) of an operation of rows rows,
+// given every row's: what a Break that rewrites results by the whole
+// operation answers a page with.
+void page(const std::vector<kvblob_row_status_t> &all, uint64_t first, uint64_t count, kvblob_row_status_t *out);
 
 // Registers a Break under a mutant id, at static initialisation:
 //   const Registered r("results.row-message", [] { return std::make_unique<RowMessageCountsNul>(); });
