@@ -54,9 +54,6 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     // The bound access_delay_ms keeps (R-ACC-2); controlled mode keeps none:
     // access ends when a test says.
     if (mode != Mode::controlled) support::declare_access_bound(args, caps, access_delay);
-    // The broken build of the battery's R-ACC-2 check: ends access 1.5 s
-    // past the bound it declares.
-    if (KVBLOB_BREAKS("lifetime.access-bound")) access_delay += std::chrono::milliseconds(1500);
     auto store = Store::named(o.text("store"), o.bytes("capacity"));
     return std::unique_ptr<MemoryDriver>(new MemoryDriver(caps, args.host, std::move(store), mode, workers,
                                                           access_delay, o.flag("waiter_runs")));
@@ -75,8 +72,7 @@ MemoryDriver::~MemoryDriver()
 {
     stop();
     // What this driver staged on the shared store ends with it (docs/contract.md, "Scenario hooks").
-    if (!KVBLOB_BREAKS("scenario.close-releases"))
-        for (const auto &key : foreign_keys_) store_->drop_foreign_writer(key);
+    for (const auto &key : foreign_keys_) store_->drop_foreign_writer(key);
 }
 
 // ---- execution ------------------------------------------------------------
@@ -84,22 +80,6 @@ MemoryDriver::~MemoryDriver()
 void MemoryDriver::start(Op &base)
 {
     auto &op = static_cast<MemoryOp &>(base);
-    // Broken builds that prove the runner survives a driver that dies or
-    // hangs: they break no rule, they take the process down with them.
-    if (KVBLOB_BREAKS("runner.crash-in-put") && op.kind == OpKind::put) std::raise(SIGSEGV);
-    if (KVBLOB_BREAKS("runner.crash-in-remove") && op.kind == OpKind::remove) std::raise(SIGSEGV);
-    if (KVBLOB_BREAKS("runner.hang-in-put") && op.kind == OpKind::put)
-        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-#ifdef KVBLOB_BROKEN_BUILD
-    {
-        std::vector<MemoryOp *> due;
-        {
-            std::lock_guard lock(deferred_mu_);
-            due.swap(deferred_);
-        }
-        for (MemoryOp *d : due) end_access(*d);
-    }
-#endif
     op.outcomes.resize(op.rows.size());
     bool held = false;
     if (keys_staged_.load(std::memory_order_acquire)) {
@@ -111,17 +91,8 @@ void MemoryDriver::start(Op &base)
         if (held && mode_ != Mode::controlled) {
             // Held inside the store before it starts: not final, access open,
             // until release_staged (R-CON-3) or a cancel (R-CAN-1).
-            if (KVBLOB_BREAKS("m.con3.held-blocks-submit")) {
-                // Waits in the caller's thread for the store to let go.
-                while (!held_keys_.empty()) {
-                    hooks_mu_.unlock();
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                    hooks_mu_.lock();
-                }
-            } else {
-                held_ops_.push_back(&op);
-                return;
-            }
+            held_ops_.push_back(&op);
+            return;
         }
     }
     dispatch(op);
@@ -162,19 +133,8 @@ void MemoryDriver::stop()
 
 void MemoryDriver::run(MemoryOp &op)
 {
-    const uint8_t *late_touch = nullptr;
-    if (KVBLOB_BREAKS("lifetime.access-ended.untouched") && op.kind == OpKind::put && !op.rows[0].spans.empty())
-        late_touch = op.rows[0].spans[0].data;
     transfer(op);
     commit(op);
-#ifdef KVBLOB_BROKEN_BUILD
-    if (KVBLOB_BREAKS("m.acc2.access-ends-at-next-op") && op.kind == OpKind::get) {
-        std::lock_guard lock(deferred_mu_);
-        deferred_.push_back(&op);  // its access end is published by the next start()
-        finish(op);
-        return;
-    }
-#endif
     if (access_delay_.count() > 0) {
         // Final now, access open until the delay passed: op cannot be
         // released before the timer's end_access, its last touch.
@@ -184,32 +144,12 @@ void MemoryDriver::run(MemoryOp &op)
         end_access(op);
         finish(op);  // the last touch: op may be released from here on
     }
-    if (late_touch) {
-        // Keeps reading the caller's memory for 300 ms after saying access
-        // ended, so the check's revoked window catches it however late it
-        // comes. On a worker: had a waiting poll run this operation, touches
-        // made inside that poll would all come before the caller could
-        // revoke anything.
-        auto touch = [late_touch] {
-            for (int i = 0; i < 60; ++i) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                [[maybe_unused]] volatile uint8_t byte = *late_touch;
-            }
-        };
-        if (mode_ == Mode::background) workers_.push(touch);
-        else touch();
-    }
 }
 
 void MemoryDriver::transfer(MemoryOp &op)
 {
-    // The broken build for R-CAN-1 stores rows it reports CANCELLED.
-    const bool store_cancelled = KVBLOB_BREAKS("lifetime.cancel") && op.kind == OpKind::put;
     for (size_t i = 0; i < op.rows.size(); ++i) {
-        if (!begin_row(op, i)) {  // cancelled
-            if (store_cancelled) transfer_put(op, i);
-            continue;
-        }
+        if (!begin_row(op, i)) continue;  // cancelled
         switch (op.kind) {
         case OpKind::put: transfer_put(op, i); break;
         case OpKind::get: transfer_get(op, i); break;
@@ -229,10 +169,6 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     }
     size_t span_count = row.spans.size();
     uint64_t total = row.total;
-    if (KVBLOB_BREAKS("data.round-trip.multi-span") && span_count > 1) {
-        span_count = 1;  // stores the first span alone
-        total = row.spans[0].length;
-    }
     const uint64_t bytes = total + trailer_size;
     auto reservation = store_->reserve(row.key, bytes);
     const bool in_place = KVBLOB_BREAKS("concurrency.one-key-two-drivers");
@@ -403,51 +339,11 @@ void MemoryDriver::commit(MemoryOp &op)
 {
     for (size_t i = 0; i < op.rows.size(); ++i) {
         auto &out = op.outcomes[i];
-        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) {  // cancelled before it started
-            if (KVBLOB_BREAKS("lifetime.cancel") && out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
-            continue;
-        }
-        // The broken builds of R-CAN-1 for started rows: a cancel that came
-        // after the row started still makes it CANCELLED, whatever it did.
-        const bool started_cancelled =
-            op.cancel_requested.load() && out.result == KVBLOB_ROW_READY &&
-            (KVBLOB_BREAKS("cancel.started") || (KVBLOB_BREAKS("m.can1.started-put-cancelled") && op.kind == OpKind::put) ||
-             (KVBLOB_BREAKS("m.can1.moved-get-cancelled") && op.kind == OpKind::get && op.transferred));
-        if (started_cancelled && KVBLOB_BREAKS("m.can1.started-put-cancelled")) out.staged = {};  // stores nothing
+        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) continue;  // cancelled before it started
         if (out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
-        if (started_cancelled) out = {KVBLOB_ROW_CANCELLED, 0, "cancelled", nullptr};
         set_row(op, i, out.result, out.code, std::move(out.message));
     }
 }
-
-#ifdef KVBLOB_BROKEN_BUILD
-void MemoryDriver::refused_midway(Op &base, uint64_t refused_at)
-{
-    // A driver that acts on each row as soon as it has checked it, and
-    // refuses the operation at a later row: what it did stays done (R-ADM-9).
-    auto &op = static_cast<MemoryOp &>(base);
-    op.outcomes.resize(op.rows.size());
-    for (uint64_t i = 0; i < refused_at && i < op.rows.size(); ++i) {
-        if (op.kind == OpKind::get && KVBLOB_BREAKS("refusal.no-side-effects")) transfer_get(op, i);
-        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-stores-checked-rows")) {
-            transfer_put(op, i);
-            if (op.outcomes[i].staged) store_->commit(op.rows[i].key, std::move(op.outcomes[i].staged));
-        }
-        if (op.kind == OpKind::remove && KVBLOB_BREAKS("m.adm9.remove-removes-checked-rows")) transfer_remove(op, i);
-        // Leftovers that read as something other than absence (R-ADM-9: "as
-        // if nothing happened"), which a check accepting any non-READY answer missed.
-        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-reservation"))
-            (void)store_->reserve(op.rows[i].key, op.rows[i].total + trailer_size);  // never committed nor abandoned
-        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-corrupt-object")) {
-            transfer_put(op, i);
-            if (op.outcomes[i].staged) store_->commit(op.rows[i].key, std::move(op.outcomes[i].staged));
-            (void)store_->corrupt(op.rows[i].key);  // a half-written object: FAULT when read
-        }
-        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-writer-claim"))
-            (void)store_->hold_for_foreign_writer(op.rows[i].key);  // the claim of a write that never comes
-    }
-}
-#endif
 
 // ---- cancel and controlled mode -----------------------------------------------
 
@@ -458,9 +354,6 @@ void MemoryDriver::on_cancel(Op &base)
         // A held get has not started: it ends whole now. Others are left to
         // the workers, which check cancel_requested per row.
         bool was_held = false;
-        // The broken build of the answer docs/contract.md once gave too: a
-        // held get "has started", so it waits for the store like any other.
-        if (KVBLOB_BREAKS("m.can1.held-get-started")) return;
         {
             std::lock_guard lock(hooks_mu_);
             auto it = std::find(held_ops_.begin(), held_ops_.end(), &op);
@@ -470,8 +363,6 @@ void MemoryDriver::on_cancel(Op &base)
             }
         }
         if (!was_held) return;
-        if (KVBLOB_BREAKS("cancel.unstarted"))
-            for (size_t i = 0; i < op.rows.size(); ++i) transfer_get(op, i);  // delivers, then says CANCELLED
         cancel_unstarted(op);
         return;
     }
@@ -521,12 +412,6 @@ uint64_t MemoryDriver::echo_hint(kvblob_op_t *handle, void *buf, uint64_t capaci
 {
     if (!handle) return 0;
     std::string hint = static_cast<Op *>(handle)->hint;
-#ifdef KVBLOB_BROKEN_BUILD
-    if (KVBLOB_BREAKS("m.hnt1.hint-not-copied")) {  // kept the engine's pointer, not the bytes
-        auto *op = static_cast<Op *>(handle);
-        hint.assign(static_cast<const char *>(op->hint_source), op->hint_length);
-    }
-#endif
     if (buf) std::memcpy(buf, hint.data(), std::min<uint64_t>(hint.size(), capacity));
     return hint.size();
 }

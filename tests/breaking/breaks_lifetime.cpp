@@ -3,7 +3,9 @@
 // R-DRN-1, R-DRN-2, R-CLS-1).
 #include "hook.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <map>
 #include <set>
 
 namespace kvblob::breaking {
@@ -147,6 +149,151 @@ struct CloseWithRegions : Break {
     }
 };
 const Registered with_regions("m.cls1.close-with-regions", make<CloseWithRegions>);
+
+}  // namespace
+
+}  // namespace kvblob::breaking
+
+namespace kvblob::breaking {
+
+namespace {
+
+// concurrency.held-get: drain ignores its timeout (waits at least 5 s).
+struct DrainAtLeast5s : Break {
+    kvblob_status drain(Hooked &h, uint64_t timeout_ns) override
+    {
+        return h.next->drain(h.inner, std::max<uint64_t>(timeout_ns, 5'000'000'000ull));
+    }
+};
+const Registered held_get("concurrency.held-get", make<DrainAtLeast5s>);
+
+// m.con3.drain-waits-for-held: drain waits for held gets, whatever its timeout.
+struct DrainNoDeadline : Break {
+    kvblob_status drain(Hooked &h, uint64_t) override { return h.next->drain(h.inner, uint64_t(1) << 62); }
+};
+const Registered waits_for_held("m.con3.drain-waits-for-held", make<DrainNoDeadline>);
+
+// m.con3.held-blocks-submit: a held get blocks the calling thread inside get.
+struct HeldBlocksSubmit : Break {
+    kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
+                         uint32_t cap) override
+    {
+        kvblob_status st = h.submit(kind, batch, out, err, cap);
+        if (st == KVBLOB_OK && kind == Kind::get) h.wait_final(*out);  // until the store lets go
+        return st;
+    }
+};
+const Registered held_blocks("m.con3.held-blocks-submit", make<HeldBlocksSubmit>);
+
+// cancel.only-when-asked: drain cancels what is in flight to finish sooner.
+struct DrainCancels : Break {
+    kvblob_status drain(Hooked &h, uint64_t timeout_ns) override
+    {
+        std::vector<kvblob_op_t *> live;
+        {
+            std::lock_guard lock(h.ops_mu);
+            for (const auto &[op, info] : h.ops) live.push_back(op);
+        }
+        for (kvblob_op_t *op : live) {
+            uint32_t final = 0;
+            if (h.poll(op, &final) == KVBLOB_OK && !final) h.next->cancel(h.inner, op);
+        }
+        return h.next->drain(h.inner, timeout_ns);
+    }
+};
+const Registered only_when_asked("cancel.only-when-asked", make<DrainCancels>);
+
+// m.reg2.pin-forgotten-after-drain: after a drain, a pinned region's unregister says OK.
+struct PinsForgotten : Break {
+    std::atomic<bool> drained{false};
+    kvblob_status drain(Hooked &h, uint64_t timeout_ns) override
+    {
+        drained = true;
+        return h.next->drain(h.inner, timeout_ns);
+    }
+    kvblob_status unregister_region(Hooked &h, kvblob_region_t *region) override
+    {
+        kvblob_status st = h.next->unregister_region(h.inner, region);
+        return st == KVBLOB_E_UNPROVABLE && drained ? KVBLOB_OK : st;
+    }
+};
+const Registered pin_forgotten("m.reg2.pin-forgotten-after-drain", make<PinsForgotten>);
+
+// The regions named by the spans of batch.
+std::set<kvblob_region_t *> regions_of(const kvblob_batch_t *batch)
+{
+    std::set<kvblob_region_t *> out;
+    for (uint64_t r = 0; batch && batch->rows && r < batch->row_count; ++r)
+        for (uint32_t s = 0; s < batch->rows[r].span_count && batch->rows[r].spans; ++s)
+            out.insert(batch->rows[r].spans[s].region);
+    return out;
+}
+
+// m.reg1.get-never-uncounted: a region a get named is BUSY for good.
+struct GetsNeverUncounted : Break {
+    std::mutex mu;
+    std::set<kvblob_region_t *> named;
+    kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
+                         uint32_t cap) override
+    {
+        kvblob_status st = h.submit(kind, batch, out, err, cap);
+        std::lock_guard lock(mu);
+        if (st == KVBLOB_OK && kind == Kind::get) named.merge(regions_of(batch));
+        return st;
+    }
+    kvblob_status unregister_region(Hooked &h, kvblob_region_t *region) override
+    {
+        {
+            std::lock_guard lock(mu);
+            if (named.count(region)) return KVBLOB_E_BUSY;
+        }
+        return h.next->unregister_region(h.inner, region);
+    }
+};
+const Registered never_uncounted("m.reg1.get-never-uncounted", make<GetsNeverUncounted>);
+
+// m.reg1.get-not-counted: a region only gets in flight name is let go of at
+// once (the reference's unregister comes once they ended, or at close).
+struct GetsNotCounted : Break {
+    std::mutex mu;
+    std::map<kvblob_op_t *, std::set<kvblob_region_t *>> gets;
+    std::set<kvblob_region_t *> gone;
+    kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
+                         uint32_t cap) override
+    {
+        kvblob_status st = h.submit(kind, batch, out, err, cap);
+        std::lock_guard lock(mu);
+        if (st == KVBLOB_OK && kind == Kind::get) gets[*out] = regions_of(batch);
+        return st;
+    }
+    kvblob_status release(Hooked &h, kvblob_op_t *op) override
+    {
+        kvblob_status st = h.next->release(h.inner, op);
+        std::lock_guard lock(mu);
+        if (st == KVBLOB_OK) gets.erase(op);
+        return st;
+    }
+    kvblob_status unregister_region(Hooked &h, kvblob_region_t *region) override
+    {
+        kvblob_status st = h.next->unregister_region(h.inner, region);
+        if (st != KVBLOB_E_BUSY) return st;
+        std::lock_guard lock(mu);
+        for (const auto &[op, named] : gets)
+            if (named.count(region)) {
+                gone.insert(region);  // "gone": its gets still write into it
+                return KVBLOB_OK;
+            }
+        return st;
+    }
+    kvblob_status close(Hooked &h) override
+    {
+        std::lock_guard lock(mu);
+        for (kvblob_region_t *region : gone) h.next->unregister_region(h.inner, region);
+        gone.clear();
+        return h.next->close(h.inner);
+    }
+};
+const Registered not_counted("m.reg1.get-not-counted", make<GetsNotCounted>);
 
 }  // namespace
 

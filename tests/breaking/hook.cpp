@@ -82,6 +82,9 @@ kvblob_status open(const kvblob_open_args_t *args, kvblob_caps_t *caps, kvblob_d
         h->lent.context = h.get();
         h->lent.log = &lent_log;
         h->lent.notify = h->host.notify ? &lent_notify : nullptr;
+        for (uint64_t i = 0; i < args->option_count; ++i)
+            if (args->options[i].key && args->options[i].value)
+                h->options.emplace_back(args->options[i].key, args->options[i].value);
         h->brk = make_break();
         kvblob_status st = h->brk->open(*h, args, caps, err, cap);
         if (st != KVBLOB_OK) return st;
@@ -98,7 +101,9 @@ kvblob_status close(kvblob_driver_t *d) noexcept
     if (!d) return KVBLOB_E_INVALID;
     Hooked &h = hooked(d);
     kvblob_status st = h.brk->close(h);
-    if (st == KVBLOB_OK) delete &h;
+    if (st != KVBLOB_OK) return st;
+    h.close_spare();
+    delete &h;
     return st;
 }
 
@@ -172,6 +177,7 @@ kvblob_status release(kvblob_driver_t *d, kvblob_op_t *op) noexcept
     if (st == KVBLOB_OK) {
         std::lock_guard lock(h.ops_mu);
         h.ops.erase(op);
+        h.spare_ops.erase(op);
     }
     return st;
 }
@@ -186,7 +192,7 @@ Hooked &staged(kvblob_driver_t *d) { return hooked(d); }
 
 kvblob_status foreign_writer(kvblob_driver_t *d, const uint8_t *k, uint64_t n) noexcept
 {
-    return staged(d).scenarios->stage_foreign_writer(staged(d).inner, k, n);
+    return staged(d).brk->stage_foreign_writer(staged(d), k, n);
 }
 kvblob_status full_pool(kvblob_driver_t *d) noexcept { return staged(d).brk->stage_full_pool(staged(d)); }
 kvblob_status failing_read(kvblob_driver_t *d, const uint8_t *k, uint64_t n) noexcept
@@ -307,6 +313,76 @@ kvblob_status Hooked::submit(Kind kind, const kvblob_batch_t *batch, kvblob_op_t
 
 Hooked::~Hooked() = default;
 
+kvblob_driver_t *Hooked::open_spare()
+{
+    std::lock_guard lock(ops_mu);
+    if (spare) return spare;
+    std::vector<kvblob_option_t> given;
+    for (const auto &[k, v] : options) given.push_back({sizeof(kvblob_option_t), 0, k.c_str(), v.c_str()});
+    kvblob_open_args_t args{sizeof args, abi_version, given.data(), given.size(), &lent};
+    kvblob_caps_t spare_caps{};
+    spare_caps.struct_size = caps.struct_size;
+    char why[256];
+    if (next->open(&args, &spare_caps, &spare, why, sizeof why) != KVBLOB_OK) spare = nullptr;
+    return spare;
+}
+
+kvblob_status Hooked::submit_spare(Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
+                                   uint32_t cap)
+{
+    if (!open_spare() || !batch || !batch->rows) return submit(kind, batch, out, err, cap);
+    // The same rows, their spans naming the spare's registrations of the host's regions.
+    std::vector<kvblob_row_t> rows(batch->rows, batch->rows + batch->row_count);
+    std::vector<std::vector<kvblob_span_t>> spans(rows.size());
+    {
+        std::lock_guard lock(ops_mu);
+        for (size_t r = 0; r < rows.size(); ++r) {
+            for (uint32_t s = 0; s < rows[r].span_count && rows[r].spans; ++s) {
+                kvblob_span_t span = rows[r].spans[s];
+                auto known = regions.find(span.region);
+                auto &theirs = spare_regions[span.region];
+                if (!theirs && known != regions.end())
+                    next->register_region(spare, &known->second, &theirs, nullptr, 0);
+                span.region = theirs;
+                spans[r].push_back(span);
+            }
+            rows[r].spans = spans[r].empty() ? nullptr : spans[r].data();
+        }
+    }
+    kvblob_batch_t b = *batch;
+    b.rows = rows.data();
+    kvblob_op_t *op = nullptr;
+    kvblob_status st = KVBLOB_E_INVALID;
+    switch (kind) {
+    case Kind::put: st = next->put(spare, &b, &op, err, cap); break;
+    case Kind::get: st = next->get(spare, &b, &op, err, cap); break;
+    case Kind::probe: st = next->probe(spare, &b, &op, err, cap); break;
+    case Kind::remove: st = next->remove(spare, &b, &op, err, cap); break;
+    }
+    if (out) *out = op;
+    if (st == KVBLOB_OK) {
+        std::lock_guard lock(ops_mu);
+        spare_ops.insert(op);
+    }
+    return st;
+}
+
+void Hooked::close_spare()
+{
+    if (!spare || keep_spare) return;  // a kept spare outlives this driver, on purpose
+    next->drain(spare, uint64_t(10) * 1'000'000'000);
+    for (const auto &[mine, theirs] : spare_regions)
+        if (theirs) next->unregister_region(spare, theirs);
+    next->close(spare);
+    spare = nullptr;
+}
+
+kvblob_driver_t *Hooked::of(kvblob_op_t *op)
+{
+    std::lock_guard lock(ops_mu);
+    return spare_ops.count(op) ? spare : inner;
+}
+
 uint8_t *Hooked::address(const kvblob_span_t &span)
 {
     std::lock_guard lock(ops_mu);
@@ -362,7 +438,7 @@ bool Hooked::info(kvblob_op_t *op, OpInfo &out)
     return true;
 }
 
-bool Hooked::wait_final(kvblob_op_t *op) const
+bool Hooked::wait_final(kvblob_op_t *op)
 {
     uint32_t final = 0;
     while (poll(op, &final) == KVBLOB_OK && !final) std::this_thread::yield();

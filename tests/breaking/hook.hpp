@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,23 @@ struct Hooked {
     std::vector<std::pair<kvblob_op_t *, kvblob_notify_event>> early;
     // The regions the host registered, as it described them.
     std::map<kvblob_region_t *, kvblob_region_desc_t> regions;
+    // The options the host opened this driver with.
+    std::vector<std::pair<std::string, std::string>> options;
+
+    // A second reference driver on the same store, for Breaks that admit
+    // what the first refuses or stage what must outlive it: opened on first
+    // use with the host's options; the operations it admitted are answered
+    // by it; drained and closed with this driver unless keep_spare.
+    kvblob_driver_t *spare = nullptr;
+    std::map<kvblob_region_t *, kvblob_region_t *> spare_regions;  // the host's handle -> the spare's
+    std::set<kvblob_op_t *> spare_ops;
+    bool keep_spare = false;
+    kvblob_driver_t *open_spare();
+    // Submits batch to the spare instead (its spans' regions registered there too).
+    kvblob_status submit_spare(Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err, uint32_t cap);
+    void close_spare();
+    // The reference driver that admitted op.
+    kvblob_driver_t *of(kvblob_op_t *op);
     ~Hooked();
 
     // The host's callbacks, as the reference would call them.
@@ -69,14 +87,14 @@ struct Hooked {
 
     // The reference's slots.
     kvblob_status submit(Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err, uint32_t cap) const;
-    kvblob_status poll(kvblob_op_t *op, uint32_t *is_final) const { return next->poll(inner, op, is_final); }
-    kvblob_status results(kvblob_op_t *op, uint64_t first, uint64_t count, kvblob_row_status_t *out) const
+    kvblob_status poll(kvblob_op_t *op, uint32_t *is_final) { return next->poll(of(op), op, is_final); }
+    kvblob_status results(kvblob_op_t *op, uint64_t first, uint64_t count, kvblob_row_status_t *out)
     {
-        return next->results(inner, op, first, count, out);
+        return next->results(of(op), op, first, count, out);
     }
-    kvblob_access access(kvblob_op_t *op) const { return next->access(inner, op); }
+    kvblob_access access(kvblob_op_t *op) { return next->access(of(op), op); }
     // Runs op to the end through the reference (for a Break acting on rows).
-    bool wait_final(kvblob_op_t *op) const;
+    bool wait_final(kvblob_op_t *op);
     // What is known of op (kind, rows); false when it is not admitted.
     bool info(kvblob_op_t *op, OpInfo &out);
     // Where span points in the host's memory (nullptr for a region not known).
@@ -121,17 +139,21 @@ public:
     }
     virtual uint32_t row_message(Hooked &h, kvblob_op_t *op, uint64_t row, char *buf, uint32_t cap)
     {
-        return h.next->row_message(h.inner, op, row, buf, cap);
+        return h.next->row_message(h.of(op), op, row, buf, cap);
     }
     virtual kvblob_access access(Hooked &h, kvblob_op_t *op) { return h.access(op); }
-    virtual kvblob_status cancel(Hooked &h, kvblob_op_t *op) { return h.next->cancel(h.inner, op); }
-    virtual kvblob_status release(Hooked &h, kvblob_op_t *op) { return h.next->release(h.inner, op); }
+    virtual kvblob_status cancel(Hooked &h, kvblob_op_t *op) { return h.next->cancel(h.of(op), op); }
+    virtual kvblob_status release(Hooked &h, kvblob_op_t *op) { return h.next->release(h.of(op), op); }
     virtual kvblob_status drain(Hooked &h, uint64_t timeout_ns) { return h.next->drain(h.inner, timeout_ns); }
     // The reference announced op (only when the host lent notify).
     virtual void notify(Hooked &h, kvblob_op_t *op, kvblob_notify_event event) { h.notify(op, event); }
     virtual void log(Hooked &h, kvblob_log_level level, const char *message) { h.log(level, message); }
     // The scenario hooks (kvblob.scenarios/1) the breaking driver overrides.
     virtual kvblob_status stage_full_pool(Hooked &h) { return h.scenarios->stage_full_pool(h.inner); }
+    virtual kvblob_status stage_foreign_writer(Hooked &h, const uint8_t *key, uint64_t n)
+    {
+        return h.scenarios->stage_foreign_writer(h.inner, key, n);
+    }
     virtual kvblob_status release_staged(Hooked &h) { return h.scenarios->release_staged(h.inner); }
     virtual uint64_t echo_hint(Hooked &h, kvblob_op_t *op, void *buf, uint64_t capacity)
     {

@@ -252,22 +252,16 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
 kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblob_op_t **out, std::string &why)
 {
     CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
-#ifdef KVBLOB_BROKEN_BUILD
-    // m.drn3.drain-waits-puts-only: a count of put calls alone.
-    std::optional<CallScope> put_scope;
-    if (kind == OpKind::put) put_scope.emplace(put_calls_in_progress_, drain_mu_, drain_cv_);
-#endif
     if (out) *out = nullptr;
     if (!batch || !out || batch->struct_size < sizeof(kvblob_batch_t)) {
         why = "NULL or undersized batch";
         return KVBLOB_E_INVALID;
     }
-    if (draining_ && !KVBLOB_BREAKS("admission.draining") &&
-        !(KVBLOB_BREAKS("m.adm2.probe-remove-while-draining") && (kind == OpKind::probe || kind == OpKind::remove))) {
+    if (draining_) {
         why = "[R-ADM-2] the driver is draining or closed";
         return KVBLOB_E_CLOSED;
     }
-    if ((batch->row_count == 0 || !batch->rows) && !KVBLOB_BREAKS("admission.no-rows")) {
+    if (batch->row_count == 0 || !batch->rows) {
         why = "[R-ADM-3] an operation needs at least one row";
         return KVBLOB_E_REJECTED;
     }
@@ -286,10 +280,6 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
     if (batch->hint && batch->hint->bytes) {
         const char *bytes = static_cast<const char *>(batch->hint->bytes);
         op->hint.assign(bytes, batch->hint->size);
-#ifdef KVBLOB_BROKEN_BUILD
-        op->hint_source = batch->hint->bytes;  // m.hnt1.hint-not-copied
-        op->hint_length = batch->hint->size;
-#endif
     }
 
     RowKeySet keys(op->rows);
@@ -297,20 +287,13 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
     uint64_t r = 0;
     kvblob_status refusal = KVBLOB_OK;
     for (; r < batch->row_count && refusal == KVBLOB_OK; ++r) refusal = admit_row(*op, batch->rows[r], r, keys, why);
-    if (refusal != KVBLOB_OK) {
-#ifdef KVBLOB_BROKEN_BUILD
-        lock.unlock();
-        refused_midway(*op, r - 1);  // what a driver acting on rows as it checks them leaves behind
-#endif
-        return refusal;
-    }
+    if (refusal != KVBLOB_OK) return refusal;
     if (in_flight_.load() >= caps_.max_ops_in_flight) {
         why = "too many operations in flight (limit " + std::to_string(caps_.max_ops_in_flight) + ")";
         return KVBLOB_E_REJECTED;
     }
     // Admitted: from here on every failure is a row result (R-ADM-1).
-    if (!(KVBLOB_BREAKS("m.reg1.get-not-counted") && kind == OpKind::get))
-        for (Region *region : op->regions) region->users.fetch_add(1);
+    for (Region *region : op->regions) region->users.fetch_add(1);
     lock.unlock();
     in_flight_.fetch_add(1);
     Op *raw = op.get();
@@ -474,10 +457,7 @@ void DriverBase::end_access(Op &op)
         drain_cv_.notify_all();
         return;
     }
-    if (KVBLOB_BREAKS("m.acc2.remove-access-never-ends") && op.kind == OpKind::remove) return;  // "no spans, no access"
-    if (!((KVBLOB_BREAKS("m.reg1.get-not-counted") || KVBLOB_BREAKS("m.reg1.get-never-uncounted")) &&
-          op.kind == OpKind::get))
-        for (Region *region : op.regions) region->users.fetch_sub(1);
+    for (Region *region : op.regions) region->users.fetch_sub(1);
     publish(op, Op::access_ended);
 }
 
@@ -485,7 +465,7 @@ void DriverBase::cancel_unstarted(Op &op)
 {
     for (size_t i = 0; i < op.rows.size(); ++i) set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled before it started");
     op.unprovable = false;  // nothing touched its memory
-    if (!KVBLOB_BREAKS("m.acc2.cancel-never-ends-access")) end_access(op);
+    end_access(op);
     finish(op);
 }
 
@@ -493,47 +473,16 @@ void DriverBase::cancel_unstarted(Op &op)
 
 kvblob_status DriverBase::drain(uint64_t timeout_ns)
 {
-    if (!KVBLOB_BREAKS("m.drn3.draining-set-late")) draining_.store(true);
-    if (KVBLOB_BREAKS("m.reg2.pin-forgotten-after-drain")) {
-        std::shared_lock lock(regions_mu_);
-        for (auto &[handle, region] : regions_) region->pinned.store(false);
-    }
-    if (any_unprovable_.load()) {  // R-DRN-2
-        return KVBLOB_E_UNPROVABLE;
-    }
-    if (KVBLOB_BREAKS("concurrency.held-get")) timeout_ns = std::max<uint64_t>(timeout_ns, 5'000'000'000ull);
-    if (KVBLOB_BREAKS("cancel.only-when-asked")) {
-        // Cancels what is in flight to finish sooner: rows nobody cancelled end CANCELLED.
-        std::vector<Op *> live;
-        {
-            std::lock_guard ops_lock(ops_mu_);
-            for (auto &[handle, op] : ops_) live.push_back(op.get());
-        }
-        for (Op *op : live)
-            if (!(op->state.load() & Op::results_final)) {
-                op->cancel_requested.store(true);
-                on_cancel(*op);
-            }
-    }
+    draining_.store(true);
+    if (any_unprovable_.load()) return KVBLOB_E_UNPROVABLE;  // R-DRN-2
     std::unique_lock lock(drain_mu_);
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::nanoseconds(std::min<uint64_t>(timeout_ns, uint64_t(1) << 62));
-    auto calls_returned = [&] {
-#ifdef KVBLOB_BROKEN_BUILD
-        if (KVBLOB_BREAKS("lifetime.drain-waits-for-calls")) return true;  // calls in progress ignored
-        if (KVBLOB_BREAKS("m.drn3.drain-waits-puts-only")) return put_calls_in_progress_.load() == 0;
-#endif
-        return calls_in_progress_.load() == 0;
-    };
     auto idle = [&] {
-        return any_unprovable_.load() ||
-               (calls_returned() && (in_flight_.load() == 0 || KVBLOB_BREAKS("m.drn1.drain-waits-for-calls-only")));
+        return any_unprovable_.load() || (calls_in_progress_.load() == 0 && in_flight_.load() == 0);
     };
-    bool done = KVBLOB_BREAKS("m.con3.drain-waits-for-held") ? (drain_cv_.wait(lock, idle), true)
-                                                             : drain_cv_.wait_until(lock, deadline, idle);
-    if (KVBLOB_BREAKS("m.drn3.draining-set-late")) draining_.store(true);
+    const bool done = drain_cv_.wait_until(lock, deadline, idle);
     if (any_unprovable_.load()) return KVBLOB_E_UNPROVABLE;
-    if (!done && KVBLOB_BREAKS("admission.during-drain")) draining_.store(false);  // admits again after a failed drain
     if (!done) return KVBLOB_E_TIMEOUT;
     drained_ok_.store(true);
     return KVBLOB_OK;
