@@ -1,7 +1,6 @@
 #include "memory_driver.hpp"
 
 #include <kvblob/support/access_bound.hpp>
-#include <kvblob/support/breakage.hpp>
 #include <kvblob/support/crc32c.hpp>
 #include <kvblob/support/device_copy.hpp>
 #include <kvblob/support/span_copy.hpp>
@@ -12,24 +11,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <cstring>
 #include <thread>
 
 namespace kvblob::memory {
-
-namespace {
-
-// For the broken builds of the device checks: zeroes device memory.
-[[maybe_unused]] void zero_device(uint8_t *at, size_t n, const support::SpanRef &span)
-{
-    if (!span.device) return;
-    std::string error;
-    support::host_to_device(at, n, span.device_ordinal, [](uint8_t *chunk, size_t len) { std::memset(chunk, 0, len); },
-                            error);
-}
-
-}  // namespace
 
 using support::crc32c;
 using support::trailer_size;
@@ -167,13 +152,8 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
         out = {KVBLOB_ROW_DECLINED, 0, "the pool is full (staged)", nullptr};
         return;
     }
-    size_t span_count = row.spans.size();
-    uint64_t total = row.total;
-    const uint64_t bytes = total + trailer_size;
-    auto reservation = store_->reserve(row.key, bytes);
-    const bool in_place = KVBLOB_BREAKS("concurrency.one-key-two-drivers");
-    if (in_place) reservation = Store::Reservation::reserved;  // no writer excludes another
-    switch (reservation) {
+    const uint64_t bytes = row.total + trailer_size;
+    switch (store_->reserve(row.key, bytes)) {
     case Store::Reservation::exists:
         out = {KVBLOB_ROW_READY, 0, "already stored; left as it was", nullptr};
         return;
@@ -188,17 +168,9 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     }
     // One pass over the caller's bytes: copy and checksum together.
     auto object = store_->allocate(bytes);
-    if (in_place) {
-        store_->commit(row.key, object);  // published as it is written
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (KVBLOB_BREAKS("concurrency.threads")) {
-        store_->commit(row.key, object);  // readers see the object before it is written
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
     uint8_t *dst = object->data();
     uint32_t crc = 0;
-    for (size_t s = 0; s < span_count; ++s) {
+    for (size_t s = 0; s < row.spans.size(); ++s) {
         std::string error;
         if (!support::copy_from_span(crc, dst, row.spans[s], error)) {
             store_->abandon(row.key);  // nothing is left under the key (R-ROW-8)
@@ -207,11 +179,7 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
         }
         dst += row.spans[s].length;
     }
-    if (KVBLOB_BREAKS("m.row8.commit-before-trailer")) {
-        store_->commit(row.key, object);  // visible before its trailer is written
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    support::write_trailer(dst, support::trailer_v2, row.key, total, crc);
+    support::write_trailer(dst, support::trailer_v2, row.key, row.total, crc);
     out = {KVBLOB_ROW_READY, 0, {}, std::move(object)};
 }
 
@@ -228,8 +196,6 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
     }
     auto found = store_->find(row.key);
     if (found.state == Store::State::absent) {
-        if (KVBLOB_BREAKS("device.miss.untouched"))
-            for (const auto &span : row.spans) zero_device(span.data, span.length, span);
         out = {KVBLOB_ROW_MISS, 0, {}, nullptr};  // destination untouched (R-ROW-3)
         return;
     }
@@ -245,21 +211,6 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
         out = {KVBLOB_ROW_FAULT, static_cast<int32_t>(fault), support::to_string(fault), nullptr};
         return;
     }
-    if (payload > row.total && KVBLOB_BREAKS("m.row5.longer-writes-head")) {
-        std::memcpy(row.spans[0].data, object.data(), std::min(row.total, row.spans[0].length));
-        out = {KVBLOB_ROW_FAULT, 100, "the stored object is longer", nullptr};  // after writing what fitted
-        return;
-    }
-    if (payload < row.total && KVBLOB_BREAKS("m.row5.shorter-ready")) {
-        std::memcpy(row.spans[0].data, object.data(), std::min(payload, row.spans[0].length));
-        out = {KVBLOB_ROW_READY, 0, {}, nullptr};  // the rest left as it was
-        return;
-    }
-    if (payload != row.total && KVBLOB_BREAKS("data.wrong-size.fault")) {
-        std::memcpy(row.spans[0].data, object.data(), std::min(payload, row.spans[0].length));
-        out = {KVBLOB_ROW_READY, 0, {}, nullptr};  // whatever fitted, called READY
-        return;
-    }
     if (payload != row.total) {
         // R-ROW-5: refused before writing a byte, whichever way it differs.
         out = {KVBLOB_ROW_FAULT, 100,
@@ -268,37 +219,15 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
                nullptr};
         return;
     }
-    const bool skip_copy = KVBLOB_BREAKS("data.round-trip.many-regions") && op.regions.size() > 1 &&
-                           i >= op.rows.size() / 2;
-    const bool half_copy = KVBLOB_BREAKS("data.round-trip.large-rows") && row.total >= (16u << 20);
     const uint8_t *src = object.data();
     uint32_t crc = 0;
-    if (skip_copy || half_copy) {
-        // Verifies the stored bytes but delivers none, or half of them.
-        crc = crc32c(0, src, payload);
-        if (half_copy) std::memcpy(row.spans[0].data, src, row.spans[0].length / 2);
-    } else {
-        static uint8_t scratch[1 << 16];  // m.con1.shared-scratch: one bounce buffer for every thread
-        const bool bounce = KVBLOB_BREAKS("m.con1.shared-scratch") && payload <= sizeof scratch;
-        if (bounce) {
-            std::memcpy(scratch, src, payload);
-            std::this_thread::yield();
-            src = scratch;
+    for (const auto &span : row.spans) {
+        std::string error;
+        if (!support::copy_to_span(crc, span, src, error)) {
+            out = {KVBLOB_ROW_FAULT, 0, "writing the row's device memory: " + error, nullptr};
+            return;
         }
-        for (const auto &span : row.spans) {
-            std::string error;
-            if (KVBLOB_BREAKS("device.round-trip") && span.device) {
-                crc = crc32c(crc, src, span.length);  // verified, never delivered
-            } else if (!support::copy_to_span(crc, span, src, error)) {
-                out = {KVBLOB_ROW_FAULT, 0, "writing the row's device memory: " + error, nullptr};
-                return;
-            }
-            if (KVBLOB_BREAKS("device.guard-canaries") && span.device)
-                zero_device(span.data + span.length, 64, span);  // past the span's end
-            if (KVBLOB_BREAKS("m.reg3.write-past-span") && !span.device) span.data[span.length] = 0;  // a NUL after
-            if (KVBLOB_BREAKS("m.reg3.write-before-span") && !span.device) span.data[-1] = 0;  // a length byte before
-            src += span.length;
-        }
+        src += span.length;
     }
     if (crc != recorded) {
         // R-ROW-6: the bytes were written, but they are never called READY.

@@ -100,6 +100,7 @@ kvblob_status close(kvblob_driver_t *d) noexcept
 {
     if (!d) return KVBLOB_E_INVALID;
     Hooked &h = hooked(d);
+    h.drop_scratch();
     kvblob_status st = h.brk->close(h);
     if (st != KVBLOB_OK) return st;
     h.close_spare();
@@ -375,6 +376,24 @@ void Hooked::close_spare()
         if (theirs) next->unregister_region(spare, theirs);
     next->close(spare);
     spare = nullptr;
+}
+
+kvblob_region_t *Hooked::scratch(uint64_t bytes, uint8_t **base)
+{
+    auto memory = std::make_unique<uint8_t[]>(bytes ? bytes : 1);  // zeroed
+    kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, memory.get(), bytes ? bytes : 1, 0, 0};
+    kvblob_region_t *region = nullptr;
+    if (next->register_region(inner, &desc, &region, nullptr, 0) != KVBLOB_OK) return nullptr;
+    if (base) *base = memory.get();
+    std::lock_guard lock(scratch_mu);
+    scratches.emplace_back(std::move(memory), region);
+    return region;
+}
+
+void Hooked::drop_scratch()
+{
+    std::lock_guard lock(scratch_mu);
+    std::erase_if(scratches, [this](const auto &s) { return next->unregister_region(inner, s.second) == KVBLOB_OK; });
 }
 
 kvblob_driver_t *Hooked::of(kvblob_op_t *op)

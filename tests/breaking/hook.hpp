@@ -10,8 +10,15 @@
 // every member below defaults to calling the reference. The mutant is the
 // one kvblob_broken_check() names (a constant in a pairing driver, the
 // KVBLOB_MUTANT environment variable in the mutation plugin); an id no Break
-// is registered for is left to the seams (tests/breaking/seams.hpp), or runs
-// the reference unchanged.
+// is registered for runs the reference unchanged.
+//
+// Most Breaks act on one slot (a status or a result rewritten, a limit
+// declared other than the one enforced, an announcement dropped or
+// doubled); the few whose rule lives inside a store reach it the same way,
+// through the table: operations of the breaking driver's own (Hooked::run),
+// memory of its own registered with the reference (Hooked::scratch), a
+// second reference driver on the same store (Hooked::open_spare). The
+// reference has no seam for them.
 #pragma once
 
 #include <kvblob/kvblob.h>
@@ -79,6 +86,15 @@ struct Hooked {
     void close_spare();
     // The reference driver that admitted op.
     kvblob_driver_t *of(kvblob_op_t *op);
+
+    // Memory of the breaking driver's own, registered with the reference as
+    // host memory, for spans the host's bytes must not reach (or come from):
+    // zeroed, at least bytes long, valid until the driver closes. Let go of
+    // before the reference's close (which refuses while regions remain).
+    kvblob_region_t *scratch(uint64_t bytes, uint8_t **base = nullptr);
+    std::mutex scratch_mu;
+    std::vector<std::pair<std::unique_ptr<uint8_t[]>, kvblob_region_t *>> scratches;
+    void drop_scratch();
     ~Hooked();
 
     // The host's callbacks, as the reference would call them.

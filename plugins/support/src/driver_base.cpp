@@ -1,7 +1,5 @@
 #include "kvblob/support/driver_base.hpp"
 
-#include "kvblob/support/breakage.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -185,16 +183,7 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanLis
         auto it = regions_.find(span.region);
         if (it == regions_.end()) return "[R-ADM-6] " + what() + " names a region that is not registered";
         Region &region = *it->second;
-        if (span.length == 0 && !KVBLOB_BREAKS("admission.zero-length-span"))
-            return "[R-ADM-6] " + what() + " has zero length";
-        if (KVBLOB_BREAKS("admission.span-outside") && span.offset < region.size &&
-            span.length > region.size - span.offset) {
-            // Admits the span and quietly moves only the part inside the region.
-            spans.push_back({region.base + span.offset, region.size - span.offset, region.kind == KVBLOB_MEMORY_DEVICE,
-                             region.device_ordinal});
-            total += region.size - span.offset;
-            continue;
-        }
+        if (span.length == 0) return "[R-ADM-6] " + what() + " has zero length";
         if (span.offset > region.size || span.length > region.size - span.offset)
             return "[R-ADM-6] " + what() + " [" + std::to_string(span.offset) + ", +" + std::to_string(span.length) +
                    ") is outside its region of " + std::to_string(region.size) + " bytes";
@@ -202,11 +191,6 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanLis
             {region.base + span.offset, span.length, region.kind == KVBLOB_MEMORY_DEVICE, region.device_ordinal});
         total += span.length;
         if (std::find(regions.begin(), regions.end(), &region) == regions.end()) regions.push_back(&region);
-    }
-    if (KVBLOB_BREAKS("m.adm5.object-limit-per-span")) {
-        for (const auto &span : spans)
-            if (span.length > caps_.max_object_bytes) return "[R-ADM-5] " + where() + " has a span over the object limit";
-        return {};
     }
     if (total > caps_.max_object_bytes)
         return "[R-ADM-5] " + where() + " is " + std::to_string(total) + " bytes, over the object limit of " +
