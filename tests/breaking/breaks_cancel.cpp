@@ -4,6 +4,7 @@
 #include "batch_copy.hpp"
 #include "hook.hpp"
 
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -108,33 +109,67 @@ struct HeldGetStarted : Break {
 };
 const Registered held_started("m.can1.held-get-started", make<HeldGetStarted>);
 
-// lifetime.cancel: rows answered CANCELLED are stored anyway (a put of them
-// of the breaking driver's own, made as the cancel comes).
+// lifetime.cancel: rows answered CANCELLED are stored anyway: their bytes
+// are copied as the put is admitted, and stored, once the cancelled put is
+// final, by a put of the breaking driver's own.
 struct CancelledStored : Break {
+    struct Put {
+        std::vector<std::string> keys;
+        std::vector<std::vector<uint8_t>> bytes;  // each row's, as given
+    };
     std::mutex mu;
-    std::map<kvblob_op_t *, std::unique_ptr<BatchCopy>> puts;
+    std::map<kvblob_op_t *, Put> puts;
     kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
                          uint32_t cap) override
     {
+        Put put;
+        if (kind == Kind::put && batch && batch->rows) {
+            BatchCopy copy(*batch);
+            put.keys = copy.keys;
+            for (const auto &spans : copy.spans) {
+                auto &row = put.bytes.emplace_back();
+                for (const auto &span : spans)
+                    if (const uint8_t *at = h.address(span)) row.insert(row.end(), at, at + span.length);
+            }
+        }
         kvblob_status st = h.submit(kind, batch, out, err, cap);
         std::lock_guard lock(mu);
-        if (st == KVBLOB_OK && kind == Kind::put) puts[*out] = std::make_unique<BatchCopy>(*batch);
+        if (st == KVBLOB_OK && kind == Kind::put) puts[*out] = std::move(put);
         return st;
     }
     kvblob_status cancel(Hooked &h, kvblob_op_t *op) override
     {
-        std::unique_ptr<BatchCopy> rows;
+        kvblob_status st = h.next->cancel(h.inner, op);
+        Put put;
         {
             std::lock_guard lock(mu);
             auto it = puts.find(op);
-            if (it != puts.end()) rows = std::move(it->second), puts.erase(it);
+            if (it == puts.end()) return st;
+            put = std::move(it->second);
+            puts.erase(it);
         }
-        kvblob_status st = h.next->cancel(h.inner, op);
-        uint32_t final = 0;
-        if (rows && h.poll(op, &final) == KVBLOB_OK) {
-            // The host's spans, read while its operation's access is still open.
-            if (h.access(op) != KVBLOB_ACCESS_ENDED) h.run(Kind::put, *rows->get());
+        h.wait_final(op);
+        std::vector<kvblob_row_status_t> results(put.keys.size());
+        for (auto &r : results) r.struct_size = sizeof r;
+        h.results(op, 0, results.size(), results.data());
+        uint64_t total = 0;
+        for (size_t r = 0; r < put.keys.size(); ++r)
+            if (results[r].result == KVBLOB_ROW_CANCELLED) total += put.bytes[r].size();
+        if (total == 0) return st;
+        uint8_t *base = nullptr;
+        kvblob_region_t *region = h.scratch(total, &base);
+        std::vector<kvblob_row_t> rows;
+        std::vector<kvblob_span_t> spans(put.keys.size());
+        uint64_t at = 0;
+        for (size_t r = 0; r < put.keys.size(); ++r) {
+            if (results[r].result != KVBLOB_ROW_CANCELLED || put.bytes[r].empty()) continue;
+            spans[r] = {sizeof(kvblob_span_t), 0, region, at, put.bytes[r].size()};
+            std::memcpy(base + at, put.bytes[r].data(), put.bytes[r].size());
+            at += put.bytes[r].size();
+            rows.push_back({sizeof(kvblob_row_t), 1, reinterpret_cast<const uint8_t *>(put.keys[r].data()),
+                            put.keys[r].size(), &spans[r]});
         }
+        if (!rows.empty()) h.run(Kind::put, {sizeof(kvblob_batch_t), 0, rows.data(), rows.size(), nullptr});
         return st;
     }
     kvblob_status release(Hooked &h, kvblob_op_t *op) override
