@@ -1,7 +1,6 @@
 #include "memory_driver.hpp"
 
 #include <kvblob/support/access_bound.hpp>
-#include <kvblob/support/breakage.hpp>
 #include <kvblob/support/crc32c.hpp>
 #include <kvblob/support/device_copy.hpp>
 #include <kvblob/support/span_copy.hpp>
@@ -12,24 +11,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <cstring>
 #include <thread>
 
 namespace kvblob::memory {
-
-namespace {
-
-// For the broken builds of the device checks: zeroes device memory.
-[[maybe_unused]] void zero_device(uint8_t *at, size_t n, const support::SpanRef &span)
-{
-    if (!span.device) return;
-    std::string error;
-    support::host_to_device(at, n, span.device_ordinal, [](uint8_t *chunk, size_t len) { std::memset(chunk, 0, len); },
-                            error);
-}
-
-}  // namespace
 
 using support::crc32c;
 using support::trailer_size;
@@ -48,47 +33,15 @@ std::unique_ptr<MemoryDriver> MemoryDriver::open(const kvblob_open_args_t &args,
     // Device spans move through pinned staging (span_copy.hpp), where this
     // process sees a CUDA device.
     if (support::cuda_device_present()) caps.flags |= KVBLOB_CAP_DEVICE_MEMORY;
-    if (KVBLOB_BREAKS("m.cap1.probe-alternates")) {
-        // Features negotiated per connection with servers that disagree.
-        static std::atomic<uint64_t> opened{0};
-        if (opened++ % 2) caps.flags &= ~KVBLOB_CAP_PROBE;
-    }
-    if (KVBLOB_BREAKS("open.capabilities-fixed")) {
-        static std::atomic<uint64_t> opened{0};
-        caps.max_rows_per_op -= opened++ % 2;  // declares other limits every other time
-    }
     const int64_t delay_ms = o.integer("access_delay_ms");
     if (delay_ms < 0) throw support::OptionError("option 'access_delay_ms' must not be negative");
     auto access_delay = std::chrono::milliseconds(delay_ms);
     // The bound access_delay_ms keeps (R-ACC-2); controlled mode keeps none:
     // access ends when a test says.
     if (mode != Mode::controlled) support::declare_access_bound(args, caps, access_delay);
-    // The broken builds of R-CAP-2: the whole record filled whatever its
-    // struct_size says; a 1.1 bit declared to a 1.0 host.
-    if (KVBLOB_BREAKS("open.abi-1.0") && args.abi_version < KVBLOB_ABI_1_1)
-        caps.access_end_bound_ns = static_cast<uint64_t>(std::chrono::nanoseconds(access_delay).count());
-    if (KVBLOB_BREAKS("m.cap2.bound-bit-at-1-0") && args.abi_version < KVBLOB_ABI_1_1)
-        caps.flags |= KVBLOB_CAP_ACCESS_BOUND;
-    // The broken build of the battery's R-ACC-2 check: ends access 1.5 s
-    // past the bound it declares.
-    if (KVBLOB_BREAKS("lifetime.access-bound")) access_delay += std::chrono::milliseconds(1500);
-    std::string store_name = o.text("store");
-    if (KVBLOB_BREAKS("concurrency.two-drivers")) {
-        static std::atomic<int> opened{0};
-        store_name += "#private-" + std::to_string(opened++);  // same options, different store
-    }
-    auto store = Store::named(store_name, o.bytes("capacity"));
-    if (KVBLOB_BREAKS("m.cap1.limits-shared"))  // the store's budget split between the drivers open on it
-        caps.max_ops_in_flight = std::max<uint64_t>(1, caps.max_ops_in_flight / store.use_count());
-    std::unique_ptr<MemoryDriver> driver(new MemoryDriver(caps, args.host, std::move(store), mode, workers,
+    auto store = Store::named(o.text("store"), o.bytes("capacity"));
+    return std::unique_ptr<MemoryDriver>(new MemoryDriver(caps, args.host, std::move(store), mode, workers,
                                                           access_delay, o.flag("waiter_runs")));
-#ifdef KVBLOB_BROKEN_BUILD
-    // The broken builds of R-OPN-2: a secret repeated in a log line, in a row's message.
-    if (KVBLOB_BREAKS("open.secret-unspoken"))
-        driver->log(KVBLOB_LOG_INFO, "opened store '" + store_name + "' with token '" + o.text("token") + "'");
-    if (KVBLOB_BREAKS("m.opn2.fault-message-secret")) driver->token_ = o.text("token");
-#endif
-    return driver;
 }
 
 MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
@@ -104,8 +57,7 @@ MemoryDriver::~MemoryDriver()
 {
     stop();
     // What this driver staged on the shared store ends with it (docs/contract.md, "Scenario hooks").
-    if (!KVBLOB_BREAKS("scenario.close-releases"))
-        for (const auto &key : foreign_keys_) store_->drop_foreign_writer(key);
+    for (const auto &key : foreign_keys_) store_->drop_foreign_writer(key);
 }
 
 // ---- execution ------------------------------------------------------------
@@ -113,22 +65,6 @@ MemoryDriver::~MemoryDriver()
 void MemoryDriver::start(Op &base)
 {
     auto &op = static_cast<MemoryOp &>(base);
-    // Broken builds that prove the runner survives a driver that dies or
-    // hangs: they break no rule, they take the process down with them.
-    if (KVBLOB_BREAKS("runner.crash-in-put") && op.kind == OpKind::put) std::raise(SIGSEGV);
-    if (KVBLOB_BREAKS("runner.crash-in-remove") && op.kind == OpKind::remove) std::raise(SIGSEGV);
-    if (KVBLOB_BREAKS("runner.hang-in-put") && op.kind == OpKind::put)
-        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-#ifdef KVBLOB_BROKEN_BUILD
-    {
-        std::vector<MemoryOp *> due;
-        {
-            std::lock_guard lock(deferred_mu_);
-            due.swap(deferred_);
-        }
-        for (MemoryOp *d : due) end_access(*d);
-    }
-#endif
     op.outcomes.resize(op.rows.size());
     bool held = false;
     if (keys_staged_.load(std::memory_order_acquire)) {
@@ -140,17 +76,8 @@ void MemoryDriver::start(Op &base)
         if (held && mode_ != Mode::controlled) {
             // Held inside the store before it starts: not final, access open,
             // until release_staged (R-CON-3) or a cancel (R-CAN-1).
-            if (KVBLOB_BREAKS("m.con3.held-blocks-submit")) {
-                // Waits in the caller's thread for the store to let go.
-                while (!held_keys_.empty()) {
-                    hooks_mu_.unlock();
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                    hooks_mu_.lock();
-                }
-            } else {
-                held_ops_.push_back(&op);
-                return;
-            }
+            held_ops_.push_back(&op);
+            return;
         }
     }
     dispatch(op);
@@ -191,19 +118,8 @@ void MemoryDriver::stop()
 
 void MemoryDriver::run(MemoryOp &op)
 {
-    const uint8_t *late_touch = nullptr;
-    if (KVBLOB_BREAKS("lifetime.access-ended.untouched") && op.kind == OpKind::put && !op.rows[0].spans.empty())
-        late_touch = op.rows[0].spans[0].data;
     transfer(op);
     commit(op);
-#ifdef KVBLOB_BROKEN_BUILD
-    if (KVBLOB_BREAKS("m.acc2.access-ends-at-next-op") && op.kind == OpKind::get) {
-        std::lock_guard lock(deferred_mu_);
-        deferred_.push_back(&op);  // its access end is published by the next start()
-        finish(op);
-        return;
-    }
-#endif
     if (access_delay_.count() > 0) {
         // Final now, access open until the delay passed: op cannot be
         // released before the timer's end_access, its last touch.
@@ -213,32 +129,12 @@ void MemoryDriver::run(MemoryOp &op)
         end_access(op);
         finish(op);  // the last touch: op may be released from here on
     }
-    if (late_touch) {
-        // Keeps reading the caller's memory for 300 ms after saying access
-        // ended, so the check's revoked window catches it however late it
-        // comes. On a worker: had a waiting poll run this operation, touches
-        // made inside that poll would all come before the caller could
-        // revoke anything.
-        auto touch = [late_touch] {
-            for (int i = 0; i < 60; ++i) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                [[maybe_unused]] volatile uint8_t byte = *late_touch;
-            }
-        };
-        if (mode_ == Mode::background) workers_.push(touch);
-        else touch();
-    }
 }
 
 void MemoryDriver::transfer(MemoryOp &op)
 {
-    // The broken build for R-CAN-1 stores rows it reports CANCELLED.
-    const bool store_cancelled = KVBLOB_BREAKS("lifetime.cancel") && op.kind == OpKind::put;
     for (size_t i = 0; i < op.rows.size(); ++i) {
-        if (!begin_row(op, i)) {  // cancelled
-            if (store_cancelled) transfer_put(op, i);
-            continue;
-        }
+        if (!begin_row(op, i)) continue;  // cancelled
         switch (op.kind) {
         case OpKind::put: transfer_put(op, i); break;
         case OpKind::get: transfer_get(op, i); break;
@@ -252,40 +148,17 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
 {
     const auto &row = op.rows[i];
     auto &out = op.outcomes[i];
-    const bool store_declined = (KVBLOB_BREAKS("data.failed-put.leaves-nothing") ||
-                                 KVBLOB_BREAKS("m.row8.fault-but-stored")) && pool_full_.load();
-    if (pool_full_.load() && !store_declined) {
-        out = {KVBLOB_BREAKS("scenario.full-pool") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_DECLINED, 0,
-               "the pool is full (staged)", nullptr};
+    if (pool_full_.load()) {
+        out = {KVBLOB_ROW_DECLINED, 0, "the pool is full (staged)", nullptr};
         return;
     }
-    size_t span_count = row.spans.size();
-    uint64_t total = row.total;
-    if (KVBLOB_BREAKS("data.round-trip.multi-span") && span_count > 1) {
-        span_count = 1;  // stores the first span alone
-        total = row.spans[0].length;
-    }
-    const uint64_t bytes = total + trailer_size;
-    auto reservation = store_->reserve(row.key, bytes);
-    const bool in_place = KVBLOB_BREAKS("concurrency.one-key-two-drivers");
-    if (in_place) reservation = Store::Reservation::reserved;  // no writer excludes another
-    if (KVBLOB_BREAKS("data.put-existing.unchanged") && reservation == Store::Reservation::exists)
-        reservation = Store::Reservation::reserved;  // rewrites what is stored
-    switch (reservation) {
+    const uint64_t bytes = row.total + trailer_size;
+    switch (store_->reserve(row.key, bytes)) {
     case Store::Reservation::exists:
-        if (KVBLOB_BREAKS("m.row7.existing-not-ready")) {
-            out = {KVBLOB_ROW_NOT_READY, 0, "exists", nullptr};  // an existing key taken for a conflict
-            return;
-        }
-        if (KVBLOB_BREAKS("m.row7.existing-declined")) {
-            out = {KVBLOB_ROW_DECLINED, 0, "quota", nullptr};  // the existing object counted again
-            return;
-        }
         out = {KVBLOB_ROW_READY, 0, "already stored; left as it was", nullptr};
         return;
     case Store::Reservation::writing:
-        out = {KVBLOB_BREAKS("scenario.foreign-writer") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_NOT_READY, 0,
-               "another writer holds this key uncommitted", nullptr};
+        out = {KVBLOB_ROW_NOT_READY, 0, "another writer holds this key uncommitted", nullptr};
         return;
     case Store::Reservation::full:
         out = {KVBLOB_ROW_DECLINED, 0,
@@ -295,17 +168,9 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     }
     // One pass over the caller's bytes: copy and checksum together.
     auto object = store_->allocate(bytes);
-    if (in_place) {
-        store_->commit(row.key, object);  // published as it is written
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (KVBLOB_BREAKS("concurrency.threads")) {
-        store_->commit(row.key, object);  // readers see the object before it is written
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
     uint8_t *dst = object->data();
     uint32_t crc = 0;
-    for (size_t s = 0; s < span_count; ++s) {
+    for (size_t s = 0; s < row.spans.size(); ++s) {
         std::string error;
         if (!support::copy_from_span(crc, dst, row.spans[s], error)) {
             store_->abandon(row.key);  // nothing is left under the key (R-ROW-8)
@@ -314,15 +179,8 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
         }
         dst += row.spans[s].length;
     }
-    if (KVBLOB_BREAKS("m.row8.commit-before-trailer")) {
-        store_->commit(row.key, object);  // visible before its trailer is written
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    support::write_trailer(dst, support::trailer_v2, row.key, total, crc);
-    // The broken builds for R-ROW-8 say DECLINED (or FAULT) and store the object anyway.
-    out = {store_declined ? (KVBLOB_BREAKS("m.row8.fault-but-stored") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_DECLINED)
-                          : KVBLOB_ROW_READY,
-           0, {}, std::move(object)};
+    support::write_trailer(dst, support::trailer_v2, row.key, row.total, crc);
+    out = {KVBLOB_ROW_READY, 0, {}, std::move(object)};
 }
 
 void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
@@ -332,31 +190,17 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
     if (keys_staged_.load(std::memory_order_acquire)) {
         std::lock_guard lock(hooks_mu_);
         if (failing_reads_.count(row.key)) {
-            out = {KVBLOB_BREAKS("scenario.failing-read") ? KVBLOB_ROW_MISS : KVBLOB_ROW_FAULT, 5,
-                   "the store failed to read this object (staged)", nullptr};
+            out = {KVBLOB_ROW_FAULT, 5, "the store failed to read this object (staged)", nullptr};
             return;
         }
     }
     auto found = store_->find(row.key);
     if (found.state == Store::State::absent) {
-        if (KVBLOB_BREAKS("data.miss.untouched"))
-            for (const auto &span : row.spans) std::memset(span.data, 0, span.length);
-        if (KVBLOB_BREAKS("device.miss.untouched"))
-            for (const auto &span : row.spans) zero_device(span.data, span.length, span);
-        if (KVBLOB_BREAKS("m.row3.miss-first-byte") && !row.spans.empty() && !row.spans[0].device)
-            row.spans[0].data[0] = 0;  // "cleared" as a C string
-        if (KVBLOB_BREAKS("m.row3.miss-in-batch") && i > 0)
-            for (const auto &span : row.spans) std::memset(span.data, 0xFF, span.length);
-        if (KVBLOB_BREAKS("data.absent-is-miss")) {
-            out = {KVBLOB_ROW_FAULT, 404, "not found", nullptr};  // absence reported as a failure
-            return;
-        }
         out = {KVBLOB_ROW_MISS, 0, {}, nullptr};  // destination untouched (R-ROW-3)
         return;
     }
     if (found.state == Store::State::writing) {
-        out = {KVBLOB_BREAKS("scenario.foreign-writer") ? KVBLOB_ROW_FAULT : KVBLOB_ROW_NOT_READY, 0,
-               "the object is being written", nullptr};
+        out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr};
         return;
     }
     const auto &object = *found.object;
@@ -367,65 +211,25 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
         out = {KVBLOB_ROW_FAULT, static_cast<int32_t>(fault), support::to_string(fault), nullptr};
         return;
     }
-    if (payload > row.total && KVBLOB_BREAKS("m.row5.longer-writes-head")) {
-        std::memcpy(row.spans[0].data, object.data(), std::min(row.total, row.spans[0].length));
-        out = {KVBLOB_ROW_FAULT, 100, "the stored object is longer", nullptr};  // after writing what fitted
-        return;
-    }
-    if (payload < row.total && KVBLOB_BREAKS("m.row5.shorter-ready")) {
-        std::memcpy(row.spans[0].data, object.data(), std::min(payload, row.spans[0].length));
-        out = {KVBLOB_ROW_READY, 0, {}, nullptr};  // the rest left as it was
-        return;
-    }
-    if (payload != row.total && KVBLOB_BREAKS("data.wrong-size.fault")) {
-        std::memcpy(row.spans[0].data, object.data(), std::min(payload, row.spans[0].length));
-        out = {KVBLOB_ROW_READY, 0, {}, nullptr};  // whatever fitted, called READY
-        return;
-    }
     if (payload != row.total) {
         // R-ROW-5: refused before writing a byte, whichever way it differs.
         out = {KVBLOB_ROW_FAULT, 100,
                "stored object is " + std::to_string(payload) + " bytes; the row's spans hold " +
                    std::to_string(row.total),
                nullptr};
-#ifdef KVBLOB_BROKEN_BUILD
-        if (!token_.empty()) out.message += " (session " + token_ + ")";
-#endif
         return;
     }
-    const bool skip_copy = KVBLOB_BREAKS("data.round-trip.many-regions") && op.regions.size() > 1 &&
-                           i >= op.rows.size() / 2;
-    const bool half_copy = KVBLOB_BREAKS("data.round-trip.large-rows") && row.total >= (16u << 20);
     const uint8_t *src = object.data();
     uint32_t crc = 0;
-    if (skip_copy || half_copy) {
-        // Verifies the stored bytes but delivers none, or half of them.
-        crc = crc32c(0, src, payload);
-        if (half_copy) std::memcpy(row.spans[0].data, src, row.spans[0].length / 2);
-    } else {
-        static uint8_t scratch[1 << 16];  // m.con1.shared-scratch: one bounce buffer for every thread
-        const bool bounce = KVBLOB_BREAKS("m.con1.shared-scratch") && payload <= sizeof scratch;
-        if (bounce) {
-            std::memcpy(scratch, src, payload);
-            std::this_thread::yield();
-            src = scratch;
+    for (const auto &span : row.spans) {
+        std::string error;
+        if (!support::copy_to_span(crc, span, src, error)) {
+            out = {KVBLOB_ROW_FAULT, 0, "writing the row's device memory: " + error, nullptr};
+            return;
         }
-        for (const auto &span : row.spans) {
-            std::string error;
-            if (KVBLOB_BREAKS("device.round-trip") && span.device) {
-                crc = crc32c(crc, src, span.length);  // verified, never delivered
-            } else if (!support::copy_to_span(crc, span, src, error)) {
-                out = {KVBLOB_ROW_FAULT, 0, "writing the row's device memory: " + error, nullptr};
-                return;
-            }
-            if (KVBLOB_BREAKS("device.guard-canaries") && span.device)
-                zero_device(span.data + span.length, 64, span);  // past the span's end
-            if (KVBLOB_BREAKS("m.reg3.write-past-span") && !span.device) span.data[span.length] = 0;  // a NUL after
-            if (KVBLOB_BREAKS("m.reg3.write-before-span") && !span.device) span.data[-1] = 0;  // a length byte before
-            src += span.length;
-        }
+        src += span.length;
     }
-    if (crc != recorded && !KVBLOB_BREAKS("data.corrupt.never-ready")) {
+    if (crc != recorded) {
         // R-ROW-6: the bytes were written, but they are never called READY.
         out = {KVBLOB_ROW_FAULT, static_cast<int32_t>(support::TrailerFault::bad_checksum),
                support::to_string(support::TrailerFault::bad_checksum), nullptr};
@@ -439,13 +243,10 @@ void MemoryDriver::transfer_probe(MemoryOp &op, size_t i)
     auto &out = op.outcomes[i];
     switch (store_->find(op.rows[i].key).state) {
     case Store::State::absent:
-        out = KVBLOB_BREAKS("m.row4.probe-absent-fault") ? MemoryOp::Outcome{KVBLOB_ROW_FAULT, 404, "not found", nullptr}
-                                                         : MemoryOp::Outcome{KVBLOB_ROW_MISS, 0, {}, nullptr};
+        out = {KVBLOB_ROW_MISS, 0, {}, nullptr};
         break;
     case Store::State::writing:
-        out = KVBLOB_BREAKS("scenario.foreign-writer.probe") ? MemoryOp::Outcome{KVBLOB_ROW_MISS, 0, {}, nullptr}
-                                                            : MemoryOp::Outcome{KVBLOB_ROW_NOT_READY, 0,
-                                                                                "the object is being written", nullptr};
+        out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr};
         break;
     case Store::State::complete: out = {KVBLOB_ROW_READY, 0, {}, nullptr}; break;
     }
@@ -454,19 +255,10 @@ void MemoryDriver::transfer_probe(MemoryOp &op, size_t i)
 void MemoryDriver::transfer_remove(MemoryOp &op, size_t i)
 {
     auto &out = op.outcomes[i];
-    if (KVBLOB_BREAKS("remove.then-miss") && store_->find(op.rows[i].key).state == Store::State::complete) {
-        out = {KVBLOB_ROW_READY, 0, {}, nullptr};  // says removed, removes nothing
-        return;
-    }
-    if (KVBLOB_BREAKS("remove.being-written") && store_->find(op.rows[i].key).state == Store::State::writing) {
-        store_->drop_foreign_writer(op.rows[i].key);  // removes the writer's claim and says READY
-        out = {KVBLOB_ROW_READY, 0, {}, nullptr};
-        return;
-    }
     switch (store_->remove(op.rows[i].key)) {
     case Store::Removal::removed: out = {KVBLOB_ROW_READY, 0, {}, nullptr}; break;
     case Store::Removal::absent:
-        out = {KVBLOB_BREAKS("m.rmv1.remove-absent-ready") ? KVBLOB_ROW_READY : KVBLOB_ROW_MISS, 0, {}, nullptr};
+        out = {KVBLOB_ROW_MISS, 0, {}, nullptr};
         break;
     case Store::Removal::writing: out = {KVBLOB_ROW_NOT_READY, 0, "the object is being written", nullptr}; break;
     }
@@ -474,73 +266,13 @@ void MemoryDriver::transfer_remove(MemoryOp &op, size_t i)
 
 void MemoryDriver::commit(MemoryOp &op)
 {
-    if (KVBLOB_BREAKS("admission.failures-are-rows"))
-        for (const auto &out : op.outcomes)
-            if (out.result == KVBLOB_ROW_FAULT) {
-                for (auto &each : op.outcomes) each = {KVBLOB_ROW_FAULT, 1, "the operation failed", nullptr};
-                break;  // one failing row fails the whole operation
-            }
-    if (KVBLOB_BREAKS("m.adm1.fault-spreads-to-next") || KVBLOB_BREAKS("m.adm1.fault-aborts-rest")) {
-        for (size_t i = op.rows.size() - 1; i >= 1; --i) {  // from the end: each row sees its own predecessor
-            if (op.outcomes[i - 1].result != KVBLOB_ROW_FAULT) continue;
-            if (KVBLOB_BREAKS("m.adm1.fault-spreads-to-next"))  // an error code not reset
-                op.outcomes[i] = {KVBLOB_ROW_FAULT, op.outcomes[i - 1].code, "failed", nullptr};
-            else  // the first failure aborts the rest
-                for (size_t j = i; j < op.rows.size(); ++j) op.outcomes[j] = {KVBLOB_ROW_FAULT, 1, "aborted", nullptr};
-        }
-    }
     for (size_t i = 0; i < op.rows.size(); ++i) {
         auto &out = op.outcomes[i];
-        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) {  // cancelled before it started
-            if (KVBLOB_BREAKS("lifetime.cancel") && out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
-            continue;
-        }
-        // The broken builds of R-CAN-1 for started rows: a cancel that came
-        // after the row started still makes it CANCELLED, whatever it did.
-        const bool started_cancelled =
-            op.cancel_requested.load() && out.result == KVBLOB_ROW_READY &&
-            (KVBLOB_BREAKS("cancel.started") || (KVBLOB_BREAKS("m.can1.started-put-cancelled") && op.kind == OpKind::put) ||
-             (KVBLOB_BREAKS("m.can1.moved-get-cancelled") && op.kind == OpKind::get && op.transferred));
-        if (started_cancelled && KVBLOB_BREAKS("m.can1.started-put-cancelled")) out.staged = {};  // stores nothing
+        if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) continue;  // cancelled before it started
         if (out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
-        if (started_cancelled) out = {KVBLOB_ROW_CANCELLED, 0, "cancelled", nullptr};
-        if (op.kind == OpKind::get && KVBLOB_BREAKS("data.round-trip.one-row") && op.rows.size() == 1)
-            out.result = 99;  // not a result at all
-        if (op.kind == OpKind::get && KVBLOB_BREAKS("data.round-trip.many-rows") && op.rows.size() >= 100 &&
-            i + 1 == op.rows.size())
-            continue;  // the last row never gets its result
         set_row(op, i, out.result, out.code, std::move(out.message));
     }
 }
-
-#ifdef KVBLOB_BROKEN_BUILD
-void MemoryDriver::refused_midway(Op &base, uint64_t refused_at)
-{
-    // A driver that acts on each row as soon as it has checked it, and
-    // refuses the operation at a later row: what it did stays done (R-ADM-9).
-    auto &op = static_cast<MemoryOp &>(base);
-    op.outcomes.resize(op.rows.size());
-    for (uint64_t i = 0; i < refused_at && i < op.rows.size(); ++i) {
-        if (op.kind == OpKind::get && KVBLOB_BREAKS("refusal.no-side-effects")) transfer_get(op, i);
-        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-stores-checked-rows")) {
-            transfer_put(op, i);
-            if (op.outcomes[i].staged) store_->commit(op.rows[i].key, std::move(op.outcomes[i].staged));
-        }
-        if (op.kind == OpKind::remove && KVBLOB_BREAKS("m.adm9.remove-removes-checked-rows")) transfer_remove(op, i);
-        // Leftovers that read as something other than absence (R-ADM-9: "as
-        // if nothing happened"), which a check accepting any non-READY answer missed.
-        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-reservation"))
-            (void)store_->reserve(op.rows[i].key, op.rows[i].total + trailer_size);  // never committed nor abandoned
-        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-corrupt-object")) {
-            transfer_put(op, i);
-            if (op.outcomes[i].staged) store_->commit(op.rows[i].key, std::move(op.outcomes[i].staged));
-            (void)store_->corrupt(op.rows[i].key);  // a half-written object: FAULT when read
-        }
-        if (op.kind == OpKind::put && KVBLOB_BREAKS("m.adm9.put-leaves-writer-claim"))
-            (void)store_->hold_for_foreign_writer(op.rows[i].key);  // the claim of a write that never comes
-    }
-}
-#endif
 
 // ---- cancel and controlled mode -----------------------------------------------
 
@@ -551,9 +283,6 @@ void MemoryDriver::on_cancel(Op &base)
         // A held get has not started: it ends whole now. Others are left to
         // the workers, which check cancel_requested per row.
         bool was_held = false;
-        // The broken build of the answer docs/contract.md once gave too: a
-        // held get "has started", so it waits for the store like any other.
-        if (KVBLOB_BREAKS("m.can1.held-get-started")) return;
         {
             std::lock_guard lock(hooks_mu_);
             auto it = std::find(held_ops_.begin(), held_ops_.end(), &op);
@@ -563,8 +292,6 @@ void MemoryDriver::on_cancel(Op &base)
             }
         }
         if (!was_held) return;
-        if (KVBLOB_BREAKS("cancel.unstarted"))
-            for (size_t i = 0; i < op.rows.size(); ++i) transfer_get(op, i);  // delivers, then says CANCELLED
         cancel_unstarted(op);
         return;
     }
@@ -614,12 +341,6 @@ uint64_t MemoryDriver::echo_hint(kvblob_op_t *handle, void *buf, uint64_t capaci
 {
     if (!handle) return 0;
     std::string hint = static_cast<Op *>(handle)->hint;
-#ifdef KVBLOB_BROKEN_BUILD
-    if (KVBLOB_BREAKS("m.hnt1.hint-not-copied")) {  // kept the engine's pointer, not the bytes
-        auto *op = static_cast<Op *>(handle);
-        hint.assign(static_cast<const char *>(op->hint_source), op->hint_length);
-    }
-#endif
     if (buf) std::memcpy(buf, hint.data(), std::min<uint64_t>(hint.size(), capacity));
     return hint.size();
 }

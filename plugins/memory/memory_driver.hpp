@@ -73,9 +73,6 @@ protected:
     void on_cancel(Op &op) override;
     void stop() override;
     bool run_queued(Op &op) override;
-#ifdef KVBLOB_BROKEN_BUILD
-    void refused_midway(Op &op, uint64_t refused_at) override;
-#endif
 
 private:
     MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, std::shared_ptr<Store> store,
@@ -108,14 +105,6 @@ private:
     // hooks_mu_ only then: no driver-wide lock on the data path otherwise.
     std::atomic<bool> keys_staged_{false};
     std::atomic<bool> pool_full_{false};
-
-#ifdef KVBLOB_BROKEN_BUILD
-    // m.opn2.fault-message-secret: the token, quoted in a FAULT row's message.
-    std::string token_;
-    // m.acc2.access-ends-at-next-op: gets whose access end waits for the next operation.
-    std::mutex deferred_mu_;
-    std::vector<MemoryOp *> deferred_;
-#endif
 
     // Background mode's workers; with waiter_runs, a poll that finds its
     // operation still queued runs it itself.

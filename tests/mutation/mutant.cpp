@@ -1,7 +1,7 @@
 // The mutation plugin's one switch: the mutant to run is named by the
-// KVBLOB_MUTANT environment variable (tests/mutation/mutants.txt), read once.
-// Only this library reads it; the reference drivers carry no trace of it
-// (plugins/support/include/kvblob/support/breakage.hpp).
+// KVBLOB_MUTANT environment variable (tests/mutation/mutants.txt), read once,
+// and answered to the breaking driver (tests/breaking/hook.hpp), which picks
+// the Break registered under it. The reference drivers carry no trace of it.
 #include <cstdlib>
 #include <string>
 

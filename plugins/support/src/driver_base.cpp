@@ -1,56 +1,21 @@
+// DriverBase's life: construction and the services lent, regions (R-REG-*),
+// drain (R-DRN-*) and close (R-CLS-1). Admission is in admission.cpp, an
+// operation's answers and their announcements in answers.cpp.
 #include "kvblob/support/driver_base.hpp"
 
-#include "kvblob/support/breakage.hpp"
-
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
-#include <optional>
-#include <string_view>
-#include <unordered_set>
 
 namespace kvblob::support {
-
-namespace {
-
-// Keeps the count of put/get/probe/remove calls in progress, so that drain
-// waits for them to return (R-DRN-3).
-class CallScope {
-public:
-    CallScope(std::atomic<uint64_t> &calls, std::mutex &mu, std::condition_variable &cv)
-        : calls_(calls), mu_(mu), cv_(cv)
-    {
-        calls_.fetch_add(1);
-    }
-    ~CallScope()
-    {
-        // Counted out under the lock drain judges by: a drain that sees the
-        // last call gone may return and the driver be closed, so nothing of
-        // it may be touched after the lock is let go.
-        std::lock_guard lock(mu_);
-        if (calls_.fetch_sub(1) == 1) cv_.notify_all();
-    }
-
-private:
-    std::atomic<uint64_t> &calls_;
-    std::mutex &mu_;
-    std::condition_variable &cv_;
-};
-
-Op *as_op(kvblob_op_t *op) { return static_cast<Op *>(op); }
-
-}  // namespace
 
 DriverBase::DriverBase(const kvblob_caps_t &caps, const kvblob_host_services_t *host) : caps_(caps)
 {
     // Copy what the host's record covers: a 1.0 host lends a shorter one,
     // and the members it lacks stay zero (no notify).
     if (host && host->struct_size >= KVBLOB_HOST_SERVICES_SIZE_1_0)
-        std::memcpy(&host_, host,
-                    KVBLOB_BREAKS("m.cap2.notify-past-services") ? sizeof host_  // whatever struct_size says
-                                                                 : std::min<size_t>(host->struct_size, sizeof host_));
+        std::memcpy(&host_, host, std::min<size_t>(host->struct_size, sizeof host_));
     host_.struct_size = sizeof host_;
 }
 
@@ -62,19 +27,6 @@ void DriverBase::offer_notify(const kvblob_open_args_t &args, kvblob_caps_t &cap
     // one (the constructor copied no member past a 1.0 record): a 1.0 host
     // sees no 1.1 bit and is polled.
     constexpr size_t covers_notify = offsetof(kvblob_host_services_t, notify) + sizeof(kvblob_host_services_t::notify);
-    if (KVBLOB_BREAKS("m.cap2.notify-past-services") && host_.notify) {
-        notifies_ = true;  // calls what it found past a 1.0 record, and says nothing
-        return;
-    }
-    if (KVBLOB_BREAKS("m.cap2.calls-unlent-notify") && args.abi_version >= KVBLOB_ABI_1_1) {
-        notifies_ = true;  // announces through whatever the record holds, NULL included
-        if (host_.notify) caps.flags |= KVBLOB_CAP_NOTIFY, caps_.flags |= KVBLOB_CAP_NOTIFY;
-        return;
-    }
-    if (KVBLOB_BREAKS("open.notify-unlent") && args.abi_version >= KVBLOB_ABI_1_1 && !host_.notify) {
-        caps.flags |= KVBLOB_CAP_NOTIFY;  // declared from the version alone; never announces
-        return;
-    }
     if (args.abi_version < KVBLOB_ABI_1_1 || !args.host || args.host->struct_size < covers_notify || !host_.notify)
         return;
     notifies_ = true;
@@ -105,16 +57,15 @@ kvblob_status DriverBase::register_region(const kvblob_region_desc_t *desc, kvbl
         why = "[R-ADM-2] the driver is draining";
         return KVBLOB_E_CLOSED;
     }
-    if ((!desc->base || desc->size == 0) && !KVBLOB_BREAKS("admission.malformed-region")) {
+    if (!desc->base || desc->size == 0) {
         why = "[R-REG-1] a region needs a base address and a positive size";
         return KVBLOB_E_REJECTED;
     }
-    if (desc->kind == KVBLOB_MEMORY_DEVICE && !(caps_.flags & KVBLOB_CAP_DEVICE_MEMORY) &&
-        !KVBLOB_BREAKS("admission.device-refused")) {
+    if (desc->kind == KVBLOB_MEMORY_DEVICE && !(caps_.flags & KVBLOB_CAP_DEVICE_MEMORY)) {
         why = "[R-ADM-8] DEVICE memory, but this driver does not declare device_memory";
         return KVBLOB_E_REJECTED;
     }
-    if (desc->kind != KVBLOB_MEMORY_HOST && desc->kind != KVBLOB_MEMORY_DEVICE && !KVBLOB_BREAKS("m.adm8.unknown-kind-accepted")) {
+    if (desc->kind != KVBLOB_MEMORY_HOST && desc->kind != KVBLOB_MEMORY_DEVICE) {
         why = "[R-ADM-8] unknown memory kind " + std::to_string(desc->kind);
         return KVBLOB_E_REJECTED;
     }
@@ -140,12 +91,8 @@ kvblob_status DriverBase::unregister_region(kvblob_region_t *handle)
     std::unique_lock lock(regions_mu_);
     auto it = regions_.find(handle);
     if (it == regions_.end()) return KVBLOB_E_INVALID;
-    if (it->second->pinned)  // R-REG-2
-        return KVBLOB_BREAKS("lifetime.unprovable-pins")       ? KVBLOB_OK
-               : KVBLOB_BREAKS("m.reg2.unregister-busy-status") ? KVBLOB_E_BUSY
-                                                               : KVBLOB_E_UNPROVABLE;
-    if (it->second->users.load() != 0) return KVBLOB_BREAKS("lifetime.unregister-busy") ? KVBLOB_OK : KVBLOB_E_BUSY;  // R-REG-1
-    if (KVBLOB_BREAKS("admission.unregistered-region")) return KVBLOB_OK;  // says gone, stays usable
+    if (it->second->pinned) return KVBLOB_E_UNPROVABLE;         // R-REG-2
+    if (it->second->users.load() != 0) return KVBLOB_E_BUSY;  // R-REG-1
     // Out of the table first: no operation can name it any more, and none
     // still does (users is 0), so the store's side is undone unlocked.
     std::unique_ptr<Region> gone = std::move(it->second);
@@ -155,537 +102,20 @@ kvblob_status DriverBase::unregister_region(kvblob_region_t *handle)
     return KVBLOB_OK;
 }
 
-// ---- admission ------------------------------------------------------------
-
-// The keys of the operation being admitted, to find one that repeats: open
-// addressing over the indices of its rows, whose keys it compares. One
-// table per operation, where a std::unordered_set allocated a node per key.
-class DriverBase::RowKeySet {
-public:
-    explicit RowKeySet(const std::vector<Row> &rows) : rows_(rows)
-    {
-        size_t want = 16;
-        while (want < 2 * rows.size()) want <<= 1;
-        slots_.assign(want, 0);
-        mask_ = want - 1;
-    }
-    // False when an earlier row has row r's key.
-    bool insert(uint64_t r)
-    {
-        const std::string &key = rows_[r].key;
-        for (size_t i = std::hash<std::string_view>{}(key) & mask_;; i = (i + 1) & mask_) {
-            uint64_t &slot = slots_[i];
-            if (slot == 0) {
-                slot = r + 1;
-                return true;
-            }
-            if (rows_[slot - 1].key == key) return false;
-        }
-    }
-
-private:
-    const std::vector<Row> &rows_;
-    std::vector<uint64_t> slots_;  // 0: empty; else row + 1
-    size_t mask_ = 0;
-};
-
-std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanList &spans,
-                                    std::vector<Region *> &regions, uint64_t &total)
-{
-    // Words are put together only for a refusal: this runs for every row.
-    const auto where = [r] { return "row " + std::to_string(r); };
-    if (row.span_count == 0 || !row.spans) return "[R-ADM-5] " + where() + " has no span";
-    if (row.span_count > caps_.max_spans_per_row && !KVBLOB_BREAKS("admission.too-many-spans"))
-        return "[R-ADM-5] " + where() + " has " + std::to_string(row.span_count) + " spans, more than " +
-               std::to_string(caps_.max_spans_per_row);
-    for (uint32_t s = 0; s < row.span_count; ++s) {
-        const auto &span = row.spans[s];
-        const auto what = [&] { return where() + " span " + std::to_string(s); };
-        if (span.struct_size < sizeof(kvblob_span_t)) return "[R-ADM-6] " + what() + " has a bad struct_size";
-        auto it = regions_.find(span.region);
-        if (it == regions_.end()) return "[R-ADM-6] " + what() + " names a region that is not registered";
-        Region &region = *it->second;
-        if (span.length == 0 && !KVBLOB_BREAKS("admission.zero-length-span"))
-            return "[R-ADM-6] " + what() + " has zero length";
-        if (KVBLOB_BREAKS("admission.span-outside") && span.offset < region.size &&
-            span.length > region.size - span.offset) {
-            // Admits the span and quietly moves only the part inside the region.
-            spans.push_back({region.base + span.offset, region.size - span.offset, region.kind == KVBLOB_MEMORY_DEVICE,
-                             region.device_ordinal});
-            total += region.size - span.offset;
-            continue;
-        }
-        if (span.offset > region.size || span.length > region.size - span.offset)
-            return "[R-ADM-6] " + what() + " [" + std::to_string(span.offset) + ", +" + std::to_string(span.length) +
-                   ") is outside its region of " + std::to_string(region.size) + " bytes";
-        spans.push_back(
-            {region.base + span.offset, span.length, region.kind == KVBLOB_MEMORY_DEVICE, region.device_ordinal});
-        total += span.length;
-        if (std::find(regions.begin(), regions.end(), &region) == regions.end()) regions.push_back(&region);
-    }
-    if (KVBLOB_BREAKS("m.adm5.object-limit-per-span")) {
-        for (const auto &span : spans)
-            if (span.length > caps_.max_object_bytes) return "[R-ADM-5] " + where() + " has a span over the object limit";
-        return {};
-    }
-    if (total > caps_.max_object_bytes && !KVBLOB_BREAKS("admission.object-too-large"))
-        return "[R-ADM-5] " + where() + " is " + std::to_string(total) + " bytes, over the object limit of " +
-               std::to_string(caps_.max_object_bytes);
-    return {};
-}
-
-kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
-                                    RowKeySet &keys, std::string &why)
-{
-    const auto where = [r] { return "row " + std::to_string(r); };  // only for a refusal
-    if (row.struct_size < sizeof(kvblob_row_t)) {
-        why = where() + " has a bad struct_size";
-        return KVBLOB_E_INVALID;
-    }
-    if ((row.key_len == 0 || !row.key) && !KVBLOB_BREAKS("admission.empty-key")) {
-        why = "[R-ADM-4] " + where() + " has an empty key";
-        return KVBLOB_E_REJECTED;
-    }
-    if (row.key_len > caps_.max_key_bytes && !KVBLOB_BREAKS("admission.long-key")) {
-        why = "[R-ADM-4] " + where() + " has a key of " + std::to_string(row.key_len) + " bytes, over " +
-              std::to_string(caps_.max_key_bytes);
-        return KVBLOB_E_REJECTED;
-    }
-    Row &dst = op.rows[r];
-    dst.key.assign(reinterpret_cast<const char *>(row.key), row.key_len);
-    if (KVBLOB_BREAKS("data.binary-keys")) dst.key = dst.key.c_str();  // a key taken as a C string
-    if (KVBLOB_BREAKS("data.key-space"))  // keys compared ignoring ASCII case
-        for (auto &ch : dst.key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (KVBLOB_BREAKS("m.key1.first-250-bytes") && dst.key.size() > 250) dst.key.resize(250);
-    if (KVBLOB_BREAKS("m.key1.first-512-bytes") && dst.key.size() > 512) dst.key.resize(512);
-    if (KVBLOB_BREAKS("m.key1.seven-bit"))  // a store that keeps 7-bit text
-        for (auto &ch : dst.key) ch = static_cast<char>(ch & 0x7F);
-    if (KVBLOB_BREAKS("admission.converse") && row.key_len == caps_.max_key_bytes) {
-        why = "[R-ADM-4] " + where() + " has a key at the limit";  // off by one
-        return KVBLOB_E_REJECTED;
-    }
-    if (KVBLOB_BREAKS("m.con1.static-key-set") || KVBLOB_BREAKS("concurrency.admission-held")) {
-        // One set for every call, emptied at each operation's first row.
-        static std::unordered_set<std::string> seen;
-        static std::mutex seen_mu;
-        std::lock_guard seen_lock(seen_mu);
-        if (r == 0) seen.clear();
-        if (!seen.insert(dst.key).second) {
-            why = "[R-ADM-4] " + where() + " repeats a key";
-            return KVBLOB_E_REJECTED;
-        }
-    }
-    if (!keys.insert(r) && !KVBLOB_BREAKS("admission.duplicate-key")) {
-        why = "[R-ADM-4] " + where() + " repeats a key of this operation";
-        return KVBLOB_E_REJECTED;
-    }
-    if (op.kind == OpKind::put || op.kind == OpKind::get) {
-        if (auto problem = check_spans(row, r, dst.spans, op.regions, dst.total); !problem.empty()) {
-            why = problem;
-            return KVBLOB_E_REJECTED;
-        }
-    } else if (row.span_count != 0) {
-        why = "[R-ADM-5] " + where() + ": probe and remove rows carry no spans";
-        return KVBLOB_E_REJECTED;
-    }
-    return KVBLOB_OK;
-}
-
-kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblob_op_t **out, std::string &why)
-{
-    CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
-#ifdef KVBLOB_BROKEN_BUILD
-    // m.drn3.drain-waits-puts-only: a count of put calls alone.
-    std::optional<CallScope> put_scope;
-    if (kind == OpKind::put) put_scope.emplace(put_calls_in_progress_, drain_mu_, drain_cv_);
-#endif
-    if (out) *out = nullptr;
-    if (!batch || !out || batch->struct_size < sizeof(kvblob_batch_t)) {
-        why = "NULL or undersized batch";
-        return KVBLOB_E_INVALID;
-    }
-    if (draining_ && !KVBLOB_BREAKS("admission.draining") &&
-        !(KVBLOB_BREAKS("m.adm2.probe-remove-while-draining") && (kind == OpKind::probe || kind == OpKind::remove))) {
-        why = "[R-ADM-2] the driver is draining or closed";
-        return KVBLOB_E_CLOSED;
-    }
-    if ((batch->row_count == 0 || !batch->rows) && !KVBLOB_BREAKS("admission.no-rows")) {
-        why = "[R-ADM-3] an operation needs at least one row";
-        return KVBLOB_E_REJECTED;
-    }
-    if (batch->row_count > caps_.max_rows_per_op + (KVBLOB_BREAKS("m.adm3.rows-off-by-one") ? 1 : 0) &&
-        !KVBLOB_BREAKS("admission.too-many-rows")) {
-        why = "[R-ADM-3] " + std::to_string(batch->row_count) + " rows, more than the limit of " +
-              std::to_string(caps_.max_rows_per_op);
-        return KVBLOB_E_REJECTED;
-    }
-    if (KVBLOB_BREAKS("data.round-trip.batch-10000") && batch->row_count > 5000) {
-        why = "more than 5000 rows";
-        return KVBLOB_E_REJECTED;
-    }
-    if (batch->hint && !(caps_.flags & KVBLOB_CAP_HINTS) && !KVBLOB_BREAKS("admission.hint-gated") &&
-        !(KVBLOB_BREAKS("m.adm7.empty-hint-admitted") && batch->hint->size == 0) &&
-        !(KVBLOB_BREAKS("m.adm7.hint-checked-on-put-only") && kind != OpKind::put)) {
-        why = "[R-ADM-7] a hint, but this driver does not declare hints";
-        return KVBLOB_E_REJECTED;
-    }
-    auto op = make_op();
-    op->kind = kind;
-    op->rows = std::vector<Row>(batch->row_count);
-    if (batch->hint && batch->hint->bytes) {
-        const char *bytes = static_cast<const char *>(batch->hint->bytes);
-        op->hint.assign(bytes, KVBLOB_BREAKS("hints.exact-bytes")        ? strnlen(bytes, batch->hint->size)  // as a C string
-                               : KVBLOB_BREAKS("m.hnt1.hint-capped-64") ? std::min<uint64_t>(batch->hint->size, 64)
-                                                                        : batch->hint->size);
-#ifdef KVBLOB_BROKEN_BUILD
-        op->hint_source = batch->hint->bytes;  // m.hnt1.hint-not-copied
-        op->hint_length = batch->hint->size;
-#endif
-    }
-
-    RowKeySet keys(op->rows);
-    std::shared_lock lock(regions_mu_);
-    uint64_t r = 0;
-    kvblob_status refusal = KVBLOB_OK;
-    for (; r < batch->row_count && refusal == KVBLOB_OK; ++r) refusal = admit_row(*op, batch->rows[r], r, keys, why);
-    if (refusal != KVBLOB_OK) {
-#ifdef KVBLOB_BROKEN_BUILD
-        lock.unlock();
-        refused_midway(*op, r - 1);  // what a driver acting on rows as it checks them leaves behind
-#endif
-        return refusal;
-    }
-    const uint64_t in_flight_limit =
-        caps_.max_ops_in_flight + (KVBLOB_BREAKS("admission.ops-in-flight") || KVBLOB_BREAKS("m.adm10.in-flight-plus-one") ? 1 : 0);
-    if (in_flight_.load() >= in_flight_limit) {
-        why = "too many operations in flight (limit " + std::to_string(caps_.max_ops_in_flight) + ")";
-        return KVBLOB_BREAKS("m.adm3.in-flight-busy") ? KVBLOB_E_BUSY : KVBLOB_E_REJECTED;
-    }
-    // Admitted: from here on every failure is a row result (R-ADM-1).
-    if (!(KVBLOB_BREAKS("m.reg1.get-not-counted") && kind == OpKind::get))
-        for (Region *region : op->regions) region->users.fetch_add(1);
-    lock.unlock();
-    in_flight_.fetch_add(1);
-    Op *raw = op.get();
-#ifdef KVBLOB_BROKEN_BUILD
-    raw->submitter = std::this_thread::get_id();  // m.con1.submitter-thread-only
-#endif
-    {
-        std::lock_guard ops_lock(ops_mu_);
-        ops_.emplace(raw, std::move(op));
-    }
-    *out = raw;
-    // Announces as soon as it admits, before any row ran.
-    if (notifies_ && (KVBLOB_BREAKS("notify.after-state") ||
-                      (KVBLOB_BREAKS("m.ntf2.get-final-at-admission") && kind == OpKind::get)))
-        host_.notify(host_.context, raw, KVBLOB_NOTIFY_FINAL);
-    if (notifies_ && KVBLOB_BREAKS("m.ntf2.access-at-admission")) host_.notify(host_.context, raw, KVBLOB_NOTIFY_ACCESS);
-    start(*raw);
-    return KVBLOB_OK;
-}
-
-// ---- the two answers ------------------------------------------------------
-
-kvblob_status DriverBase::poll(kvblob_op_t *handle, uint32_t *is_final)
-{
-    if (!handle || !is_final) return KVBLOB_E_INVALID;
-#ifdef KVBLOB_BROKEN_BUILD
-    // A completion queue per thread: only the submitting thread sees its operations.
-    if (KVBLOB_BREAKS("m.con1.submitter-thread-only") && as_op(handle)->submitter != std::this_thread::get_id())
-        return KVBLOB_E_INVALID;
-#endif
-    Op &op = *as_op(handle);
-    *is_final = (op.state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
-    if (!*is_final && op.queued.load(std::memory_order_relaxed)) {
-        // The caller waits for op and its work still waits for a worker: the
-        // caller runs it. Counted as a call in progress, so that a drain
-        // that sees op end waits for this call to leave the driver's code
-        // (R-DRN-3), as it does for a blocking put.
-        CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
-        if (run_queued(op))
-            *is_final = (op.state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
-    }
-    if (KVBLOB_BREAKS("m.acc1.poll-counts-pending") && !*is_final) {
-        uint32_t pending = 0;  // "is_final" taken for a count of rows still to come
-        for (const auto &row : as_op(handle)->rows) pending += row.result.load() == KVBLOB_ROW_PENDING;
-        *is_final = pending;
-    }
-    return KVBLOB_OK;
-}
-
-kvblob_status DriverBase::results(kvblob_op_t *handle, uint64_t first, uint64_t count, kvblob_row_status_t *out)
-{
-    if (!handle || (count && !out)) return KVBLOB_E_INVALID;
-    Op &op = *as_op(handle);
-    if (first > op.rows.size() || count > op.rows.size() - first) return KVBLOB_E_INVALID;
-    if (KVBLOB_BREAKS("results.paging-and-order")) first = 0;  // every page read from the top
-#ifdef KVBLOB_BROKEN_BUILD
-    op.results_read.store(true);
-#endif
-    for (uint64_t i = 0; i < count; ++i) {
-        const Row &row = op.rows[first + i];
-        int32_t result = row.result.load(std::memory_order_acquire);
-        if (KVBLOB_BREAKS("results.pending-before-final") && result == KVBLOB_ROW_PENDING)
-            result = KVBLOB_ROW_READY;  // rows are presumed READY until they fail
-        if (KVBLOB_BREAKS("data.results.stable") && result == KVBLOB_ROW_READY) {
-            static std::atomic<uint64_t> reads{0};
-            if (reads++ > 0) result = KVBLOB_ROW_DECLINED;  // a final result that changes when read again
-        }
-        out[i].result = result;
-        out[i].driver_code = result == KVBLOB_ROW_PENDING ? 0 : row.code;
-        out[i].reserved = 0;
-    }
-    return KVBLOB_OK;
-}
-
-uint32_t DriverBase::row_message(kvblob_op_t *handle, uint64_t row, char *buf, uint32_t capacity)
-{
-    if (capacity && buf) buf[0] = '\0';
-    if (!handle) return 0;
-    Op &op = *as_op(handle);
-    if (row >= op.rows.size() || op.rows[row].result.load(std::memory_order_acquire) == KVBLOB_ROW_PENDING)
-        return 0;
-    const std::string &m = op.rows[row].message;
-    if (capacity && buf) {
-        size_t n = std::min<size_t>(m.size(), capacity - 1);
-        std::memcpy(buf, m.data(), n);
-        buf[n] = '\0';
-    }
-    return static_cast<uint32_t>(m.size() + (KVBLOB_BREAKS("results.row-message") ? 1 : 0));  // counts the NUL
-}
-
-kvblob_access DriverBase::access(kvblob_op_t *handle)
-{
-    if (!handle) return KVBLOB_ACCESS_OPEN;
-    const uint32_t state = as_op(handle)->state.load(std::memory_order_acquire);
-    if (KVBLOB_BREAKS("lifetime.answers-any-order") && !(state & Op::results_final))
-        return 9;  // assumes access is only asked once results are final
-#ifdef KVBLOB_BROKEN_BUILD
-    if (KVBLOB_BREAKS("m.acc1.access-ends-on-results") && !as_op(handle)->results_read.load())
-        return KVBLOB_ACCESS_OPEN;  // access is only closed out once the results were read
-#endif
-    return (state & Op::access_unprovable) ? KVBLOB_ACCESS_UNPROVABLE
-           : (state & Op::access_ended)    ? KVBLOB_ACCESS_ENDED
-                                           : KVBLOB_ACCESS_OPEN;
-}
-
-kvblob_status DriverBase::cancel(kvblob_op_t *handle)
-{
-    if (!handle) return KVBLOB_E_INVALID;
-    Op &op = *as_op(handle);
-    if (KVBLOB_BREAKS("cancel.after-final") && (op.state.load() & Op::results_final)) {
-        for (size_t i = 0; i < op.rows.size(); ++i) set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled");
-        return KVBLOB_OK;
-    }
-    if (op.state.load() & Op::results_final) return KVBLOB_OK;
-    op.cancel_requested.store(true);
-    on_cancel(op);
-    return KVBLOB_OK;
-}
-
-kvblob_status DriverBase::release(kvblob_op_t *handle)
-{
-    std::lock_guard lock(ops_mu_);
-    auto it = ops_.find(handle);
-    if (it == ops_.end()) return KVBLOB_E_INVALID;
-    Op &op = *it->second;
-    const uint32_t state = op.state.load(std::memory_order_acquire);
-    if (state & Op::access_unprovable)  // R-OPS-1
-        return KVBLOB_BREAKS("m.ops1.release-unprovable-ok") ? KVBLOB_OK : KVBLOB_E_UNPROVABLE;
-    if (state != (Op::results_final | Op::access_ended))
-        return KVBLOB_BREAKS("m.ops1.release-before-final") ? KVBLOB_OK : KVBLOB_E_BUSY;  // (and keeps it)
-    // Both bits are set, so every announcement of op has begun (each counts
-    // itself in before setting its bit); wait out those still in the host's
-    // notify, which never blocks: no notify names op after this returns.
-    while (op.announcing.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-    if (KVBLOB_BREAKS("m.ops1.release-busy-after-cancel"))
-        for (const auto &row : op.rows)
-            if (row.result.load() == KVBLOB_ROW_CANCELLED) return KVBLOB_E_BUSY;
-    ops_.erase(it);
-    return KVBLOB_OK;
-}
-
-// ---- executing drivers' helpers -------------------------------------------
-
-bool DriverBase::begin_row(Op &op, size_t i)
-{
-    if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) return false;
-    if (op.rows[i].started.load()) return true;
-    if (op.cancel_requested.load()) {
-        set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled before it started");
-        return false;
-    }
-    op.rows[i].started.store(true);
-    return true;
-}
-
-void DriverBase::set_row(Op &op, size_t i, kvblob_row_result result, int32_t code, std::string message)
-{
-    Row &row = op.rows[i];
-    row.code = code;
-    row.message = std::move(message);
-    row.result.store(result, std::memory_order_release);
-}
-
-namespace {
-
-// Whether a broken build announces event late, after release may have
-// returned (last: the event completes the operation, so release may come
-// at once); always false in other builds.
-bool late_announcement([[maybe_unused]] kvblob_notify_event event, [[maybe_unused]] bool last)
-{
-    return (KVBLOB_BREAKS("notify.after-release") && last) ||
-           (KVBLOB_BREAKS("m.ntf3.final-after-release") && event == KVBLOB_NOTIFY_FINAL) ||
-           (KVBLOB_BREAKS("m.ntf3.access-after-release") && event == KVBLOB_NOTIFY_ACCESS);
-}
-
-}  // namespace
-
-uint32_t DriverBase::set_and_announce(Op &op, uint32_t bit, kvblob_notify_event event)
-{
-    if (!notifies_) return op.state.fetch_or(bit, std::memory_order_acq_rel);
-    // Counted in before the bit is set, so that a release seeing the bit
-    // sees the count too.
-    op.announcing.fetch_add(1, std::memory_order_seq_cst);
-    const uint32_t before = op.state.fetch_or(bit, std::memory_order_seq_cst);
-    // After the state it announces is visible, and only by the call that set
-    // the bit: each event once per operation.
-    const bool final = event == KVBLOB_NOTIFY_FINAL;
-    const bool skip =
-        KVBLOB_BREAKS("notify.announced") ||  // declares notify, never announces
-        (KVBLOB_BREAKS("notify.probe-remove") && (op.kind == OpKind::probe || op.kind == OpKind::remove)) ||
-        (KVBLOB_BREAKS("m.ntf1.probe-not-announced") && op.kind == OpKind::probe) ||
-        (KVBLOB_BREAKS("m.ntf1.remove-access-not-announced") && op.kind == OpKind::remove && !final) ||
-        (KVBLOB_BREAKS("m.ntf1.access-never-announced") && !final) ||
-        (KVBLOB_BREAKS("m.ntf1.gets-not-announced") && op.kind == OpKind::get) ||
-        // announced at admission instead (submit)
-        (KVBLOB_BREAKS("notify.after-state") && final) ||
-        (KVBLOB_BREAKS("m.ntf2.get-final-at-admission") && final && op.kind == OpKind::get) ||
-        (KVBLOB_BREAKS("m.ntf2.access-at-admission") && !final);
-    constexpr uint32_t both = Op::results_final | Op::access_ended;
-    if (!(before & bit) && !skip && late_announcement(event, ((before | bit) & both) == both)) {
-        // Counted out before it announces: a release may return, and free
-        // op, meanwhile (the broken builds of R-NTF-3's late announcements).
-        op.announcing.fetch_sub(1, std::memory_order_release);
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        host_.notify(host_.context, &op, event);  // op as an address only: it may be gone
-        return before;
-    }
-    if (!(before & bit) && !skip) {
-        host_.notify(host_.context, &op, event);
-        if (KVBLOB_BREAKS("m.ntf3.final-retried-late") && final) {
-            // Announces final once more a little later, "in case the first was lost".
-            op.announcing.fetch_sub(1, std::memory_order_release);
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-            host_.notify(host_.context, &op, event);
-            return before;
-        }
-        const int again = (KVBLOB_BREAKS("notify.once") && final) ? 1
-                          : (KVBLOB_BREAKS("m.ntf3.access-twice") && !final) ? 1
-                          : (KVBLOB_BREAKS("m.ntf3.final-per-row") && final) ? static_cast<int>(op.rows.size()) - 1
-                                                                             : 0;
-        for (int i = 0; i < again; ++i) host_.notify(host_.context, &op, event);
-    }
-    op.announcing.fetch_sub(1, std::memory_order_release);  // op may be gone from here on
-    return before;
-}
-
-void DriverBase::publish(Op &op, uint32_t bit)
-{
-    constexpr uint32_t both = Op::results_final | Op::access_ended;
-    const uint32_t before =
-        set_and_announce(op, bit, bit == Op::results_final ? KVBLOB_NOTIFY_FINAL : KVBLOB_NOTIFY_ACCESS);
-    // From here on op may be released and gone: only the driver's own state.
-    if (((before | bit) & both) == both && (before & both) != both) {
-        // Under drain's lock, as CallScope: once drain sees nothing in
-        // flight, the driver may be closed and gone.
-        std::lock_guard lock(drain_mu_);
-        in_flight_.fetch_sub(1);
-        drain_cv_.notify_all();
-    }
-}
-
-void DriverBase::finish(Op &op) { publish(op, Op::results_final); }
-
-void DriverBase::end_access(Op &op)
-{
-    if (op.unprovable) {
-        for (Region *region : op.regions) region->pinned.store(true);
-        any_unprovable_.store(true);
-        log(KVBLOB_LOG_WARN, "an operation's access is unprovable: its regions stay registered for good");
-        set_and_announce(op, Op::access_unprovable, KVBLOB_NOTIFY_ACCESS);
-        std::lock_guard lock(drain_mu_);
-        drain_cv_.notify_all();
-        return;
-    }
-    if (KVBLOB_BREAKS("m.acc2.remove-access-never-ends") && op.kind == OpKind::remove) return;  // "no spans, no access"
-    if (!((KVBLOB_BREAKS("m.reg1.get-not-counted") || KVBLOB_BREAKS("m.reg1.get-never-uncounted")) &&
-          op.kind == OpKind::get))
-        for (Region *region : op.regions) region->users.fetch_sub(1);
-    publish(op, Op::access_ended);
-}
-
-void DriverBase::cancel_unstarted(Op &op)
-{
-    for (size_t i = 0; i < op.rows.size(); ++i) set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled before it started");
-    op.unprovable = false;  // nothing touched its memory
-    if (!KVBLOB_BREAKS("m.acc2.cancel-never-ends-access")) end_access(op);
-    finish(op);
-}
-
 // ---- drain and close ------------------------------------------------------
 
 kvblob_status DriverBase::drain(uint64_t timeout_ns)
 {
-    if (!KVBLOB_BREAKS("m.drn3.draining-set-late")) draining_.store(true);
-    if (KVBLOB_BREAKS("m.reg2.pin-forgotten-after-drain")) {
-        std::shared_lock lock(regions_mu_);
-        for (auto &[handle, region] : regions_) region->pinned.store(false);
-    }
-    if (any_unprovable_.load()) {  // R-DRN-2
-        if (KVBLOB_BREAKS("m.drn2.drain-ok-with-unprovable")) return KVBLOB_OK;
-        if (KVBLOB_BREAKS("m.drn2.drain-timeout-status")) return KVBLOB_E_TIMEOUT;
-        if (!KVBLOB_BREAKS("m.drn2.drain-waits-on-unprovable")) return KVBLOB_E_UNPROVABLE;
-    }
-    if (KVBLOB_BREAKS("lifetime.drain-concurrent")) {
-        drained_ok_.store(true);  // claims done without waiting for anything
-        return KVBLOB_OK;
-    }
-    if (KVBLOB_BREAKS("concurrency.held-get")) timeout_ns = std::max<uint64_t>(timeout_ns, 5'000'000'000ull);
-    if (KVBLOB_BREAKS("cancel.only-when-asked")) {
-        // Cancels what is in flight to finish sooner: rows nobody cancelled end CANCELLED.
-        std::vector<Op *> live;
-        {
-            std::lock_guard ops_lock(ops_mu_);
-            for (auto &[handle, op] : ops_) live.push_back(op.get());
-        }
-        for (Op *op : live)
-            if (!(op->state.load() & Op::results_final)) {
-                op->cancel_requested.store(true);
-                on_cancel(*op);
-            }
-    }
+    draining_.store(true);
+    if (any_unprovable_.load()) return KVBLOB_E_UNPROVABLE;  // R-DRN-2
     std::unique_lock lock(drain_mu_);
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::nanoseconds(std::min<uint64_t>(timeout_ns, uint64_t(1) << 62));
-    const bool unprovable_stops = !KVBLOB_BREAKS("m.drn2.drain-waits-on-unprovable");
-    auto calls_returned = [&] {
-#ifdef KVBLOB_BROKEN_BUILD
-        if (KVBLOB_BREAKS("lifetime.drain-waits-for-calls")) return true;  // calls in progress ignored
-        if (KVBLOB_BREAKS("m.drn3.drain-waits-puts-only")) return put_calls_in_progress_.load() == 0;
-#endif
-        return calls_in_progress_.load() == 0;
-    };
     auto idle = [&] {
-        return (unprovable_stops && any_unprovable_.load()) ||
-               (calls_returned() && (in_flight_.load() == 0 || KVBLOB_BREAKS("m.drn1.drain-waits-for-calls-only")));
+        return any_unprovable_.load() || (calls_in_progress_.load() == 0 && in_flight_.load() == 0);
     };
-    bool done = KVBLOB_BREAKS("m.con3.drain-waits-for-held") ? (drain_cv_.wait(lock, idle), true)
-                                                             : drain_cv_.wait_until(lock, deadline, idle);
-    if (KVBLOB_BREAKS("m.drn3.draining-set-late")) draining_.store(true);
+    const bool done = drain_cv_.wait_until(lock, deadline, idle);
     if (any_unprovable_.load()) return KVBLOB_E_UNPROVABLE;
-    if (!done && KVBLOB_BREAKS("m.drn1.drain-ok-on-timeout")) done = true;
-    if (!done && KVBLOB_BREAKS("admission.during-drain")) draining_.store(false);  // admits again after a failed drain
     if (!done) return KVBLOB_E_TIMEOUT;
     drained_ok_.store(true);
     return KVBLOB_OK;
@@ -693,12 +123,10 @@ kvblob_status DriverBase::drain(uint64_t timeout_ns)
 
 kvblob_status DriverBase::can_close()
 {
-    if (!drained_ok_.load() && !KVBLOB_BREAKS("lifetime.close-order") &&
-        !(KVBLOB_BREAKS("m.cls1.close-when-idle") && in_flight_.load() == 0))
-        return KVBLOB_E_BUSY;  // R-CLS-1
+    if (!drained_ok_.load()) return KVBLOB_E_BUSY;  // R-CLS-1
     {
         std::shared_lock lock(regions_mu_);
-        if (!regions_.empty() && !KVBLOB_BREAKS("m.cls1.close-with-regions")) return KVBLOB_E_BUSY;
+        if (!regions_.empty()) return KVBLOB_E_BUSY;
     }
     stop();
     return KVBLOB_OK;

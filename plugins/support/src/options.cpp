@@ -1,6 +1,5 @@
 #include "kvblob/support/options.hpp"
 
-#include "kvblob/support/breakage.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -40,7 +39,6 @@ bool parse_bool(const std::string &text)
 {
     if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
     if (text == "0" || text == "false" || text == "no" || text == "off") return false;
-    if (KVBLOB_BREAKS("m.opn1.bool-lenient")) return false;  // anything else reads as false
     throw OptionError("'" + text + "' is not a boolean (use true or false)");
 }
 
@@ -90,17 +88,9 @@ ParsedOptions::ParsedOptions(const kvblob_option_desc_t *table, uint64_t n, cons
         if (!o.key || !o.value) throw OptionError("option #" + std::to_string(i) + " has a NULL key or value");
         auto it = known.find(o.key);
         if (it == known.end()) {
-            if (KVBLOB_BREAKS("open.unknown-option")) continue;  // ignored silently
-            if (KVBLOB_BREAKS("m.opn1.message-without-name")) throw OptionError("unknown option");
-            if (KVBLOB_BREAKS("m.opn2.unknown-lists-given")) {
-                std::string given;  // "to help": every option given, with its value
-                for (uint64_t j = 0; j < args.option_count; ++j)
-                    given += std::string(" ") + args.options[j].key + "=" + args.options[j].value;
-                throw OptionError(std::string("unknown option '") + o.key + "'; given:" + given);
-            }
             throw OptionError(std::string("unknown option '") + o.key + "'");
         }
-        if (!KVBLOB_BREAKS("open.bad-value")) validate(*it->second, o.value);
+        validate(*it->second, o.value);
         values_[o.key] = o.value;
     }
     for (const auto &[name, desc] : known) {

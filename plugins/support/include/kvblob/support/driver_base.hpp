@@ -120,13 +120,6 @@ struct Op : kvblob_op {
     // (DriverBase::run_queued). Set before the push; cleared by the job as it
     // begins, so a poll that reads true only looks, under the queue's lock.
     std::atomic<bool> queued{false};
-#ifdef KVBLOB_BROKEN_BUILD
-    // Mutants only (tests/mutation).
-    std::atomic<bool> results_read{false};
-    std::thread::id submitter;
-    const void *hint_source = nullptr;
-    uint64_t hint_length = 0;
-#endif
 };
 
 class DriverBase : public kvblob_driver {
@@ -184,12 +177,6 @@ protected:
     // registration with why.
     virtual kvblob_status store_register(Region &, std::string &) { return KVBLOB_OK; }
     virtual void store_unregister(Region &) {}
-#ifdef KVBLOB_BROKEN_BUILD
-    // Broken builds only: an admission that refused op at row refused_at
-    // after checking the rows before it.
-    virtual void refused_midway(Op &, uint64_t) {}
-#endif
-
     // ---- for the executing driver ----
     // Whether row i is to run now: false when it already has its result
     // (cancelled), true when it started already (a held operation going
@@ -235,9 +222,6 @@ private:
     std::atomic<bool> drained_ok_{false};
     std::atomic<bool> any_unprovable_{false};
     std::atomic<uint64_t> calls_in_progress_{0};
-#ifdef KVBLOB_BROKEN_BUILD
-    std::atomic<uint64_t> put_calls_in_progress_{0};
-#endif
     std::atomic<uint64_t> in_flight_{0};
     std::mutex drain_mu_;
     std::condition_variable drain_cv_;

@@ -18,7 +18,6 @@
 #include <string_view>
 #include <initializer_list>
 
-#include "kvblob/support/breakage.hpp"
 #include "kvblob/support/driver_base.hpp"
 #include "kvblob/support/options.hpp"
 #include "kvblob/support/scenario_glue.hpp"
@@ -233,8 +232,7 @@ inline kvblob_status negotiate(kvblob_negotiation_t *n, const PluginTables &tabl
         return KVBLOB_E_UNSUPPORTED;
     }
     n->chosen_abi_version = chosen;
-    // The broken build's R-CAP-2 mutant answers a 1.0 host with the table laid out for 1.1.
-    n->plugin = KVBLOB_BREAKS("m.cap2.newest-table-always") ? &tables.v1_1 : tables.for_version(chosen);
+    n->plugin = tables.for_version(chosen);
     return KVBLOB_OK;
 }
 

@@ -1,0 +1,171 @@
+// DriverBase's admission (R-ADM-*): a batch is checked row by row, and
+// refused whole or admitted whole; after admission every failure is a row
+// result (R-ADM-1).
+#include "kvblob/support/driver_base.hpp"
+
+#include "call_scope.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+
+namespace kvblob::support {
+
+// ---- admission ------------------------------------------------------------
+
+// The keys of the operation being admitted, to find one that repeats: open
+// addressing over the indices of its rows, whose keys it compares. One
+// table per operation, where a std::unordered_set allocated a node per key.
+class DriverBase::RowKeySet {
+public:
+    explicit RowKeySet(const std::vector<Row> &rows) : rows_(rows)
+    {
+        size_t want = 16;
+        while (want < 2 * rows.size()) want <<= 1;
+        slots_.assign(want, 0);
+        mask_ = want - 1;
+    }
+    // False when an earlier row has row r's key.
+    bool insert(uint64_t r)
+    {
+        const std::string &key = rows_[r].key;
+        for (size_t i = std::hash<std::string_view>{}(key) & mask_;; i = (i + 1) & mask_) {
+            uint64_t &slot = slots_[i];
+            if (slot == 0) {
+                slot = r + 1;
+                return true;
+            }
+            if (rows_[slot - 1].key == key) return false;
+        }
+    }
+
+private:
+    const std::vector<Row> &rows_;
+    std::vector<uint64_t> slots_;  // 0: empty; else row + 1
+    size_t mask_ = 0;
+};
+
+std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanList &spans,
+                                    std::vector<Region *> &regions, uint64_t &total)
+{
+    // Words are put together only for a refusal: this runs for every row.
+    const auto where = [r] { return "row " + std::to_string(r); };
+    if (row.span_count == 0 || !row.spans) return "[R-ADM-5] " + where() + " has no span";
+    if (row.span_count > caps_.max_spans_per_row)
+        return "[R-ADM-5] " + where() + " has " + std::to_string(row.span_count) + " spans, more than " +
+               std::to_string(caps_.max_spans_per_row);
+    for (uint32_t s = 0; s < row.span_count; ++s) {
+        const auto &span = row.spans[s];
+        const auto what = [&] { return where() + " span " + std::to_string(s); };
+        if (span.struct_size < sizeof(kvblob_span_t)) return "[R-ADM-6] " + what() + " has a bad struct_size";
+        auto it = regions_.find(span.region);
+        if (it == regions_.end()) return "[R-ADM-6] " + what() + " names a region that is not registered";
+        Region &region = *it->second;
+        if (span.length == 0) return "[R-ADM-6] " + what() + " has zero length";
+        if (span.offset > region.size || span.length > region.size - span.offset)
+            return "[R-ADM-6] " + what() + " [" + std::to_string(span.offset) + ", +" + std::to_string(span.length) +
+                   ") is outside its region of " + std::to_string(region.size) + " bytes";
+        spans.push_back(
+            {region.base + span.offset, span.length, region.kind == KVBLOB_MEMORY_DEVICE, region.device_ordinal});
+        total += span.length;
+        if (std::find(regions.begin(), regions.end(), &region) == regions.end()) regions.push_back(&region);
+    }
+    if (total > caps_.max_object_bytes)
+        return "[R-ADM-5] " + where() + " is " + std::to_string(total) + " bytes, over the object limit of " +
+               std::to_string(caps_.max_object_bytes);
+    return {};
+}
+
+kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
+                                    RowKeySet &keys, std::string &why)
+{
+    const auto where = [r] { return "row " + std::to_string(r); };  // only for a refusal
+    if (row.struct_size < sizeof(kvblob_row_t)) {
+        why = where() + " has a bad struct_size";
+        return KVBLOB_E_INVALID;
+    }
+    if (row.key_len == 0 || !row.key) {
+        why = "[R-ADM-4] " + where() + " has an empty key";
+        return KVBLOB_E_REJECTED;
+    }
+    if (row.key_len > caps_.max_key_bytes) {
+        why = "[R-ADM-4] " + where() + " has a key of " + std::to_string(row.key_len) + " bytes, over " +
+              std::to_string(caps_.max_key_bytes);
+        return KVBLOB_E_REJECTED;
+    }
+    Row &dst = op.rows[r];
+    dst.key.assign(reinterpret_cast<const char *>(row.key), row.key_len);
+    if (!keys.insert(r)) {
+        why = "[R-ADM-4] " + where() + " repeats a key of this operation";
+        return KVBLOB_E_REJECTED;
+    }
+    if (op.kind == OpKind::put || op.kind == OpKind::get) {
+        if (auto problem = check_spans(row, r, dst.spans, op.regions, dst.total); !problem.empty()) {
+            why = problem;
+            return KVBLOB_E_REJECTED;
+        }
+    } else if (row.span_count != 0) {
+        why = "[R-ADM-5] " + where() + ": probe and remove rows carry no spans";
+        return KVBLOB_E_REJECTED;
+    }
+    return KVBLOB_OK;
+}
+
+kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblob_op_t **out, std::string &why)
+{
+    CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
+    if (out) *out = nullptr;
+    if (!batch || !out || batch->struct_size < sizeof(kvblob_batch_t)) {
+        why = "NULL or undersized batch";
+        return KVBLOB_E_INVALID;
+    }
+    if (draining_) {
+        why = "[R-ADM-2] the driver is draining or closed";
+        return KVBLOB_E_CLOSED;
+    }
+    if (batch->row_count == 0 || !batch->rows) {
+        why = "[R-ADM-3] an operation needs at least one row";
+        return KVBLOB_E_REJECTED;
+    }
+    if (batch->row_count > caps_.max_rows_per_op) {
+        why = "[R-ADM-3] " + std::to_string(batch->row_count) + " rows, more than the limit of " +
+              std::to_string(caps_.max_rows_per_op);
+        return KVBLOB_E_REJECTED;
+    }
+    if (batch->hint && !(caps_.flags & KVBLOB_CAP_HINTS)) {
+        why = "[R-ADM-7] a hint, but this driver does not declare hints";
+        return KVBLOB_E_REJECTED;
+    }
+    auto op = make_op();
+    op->kind = kind;
+    op->rows = std::vector<Row>(batch->row_count);
+    if (batch->hint && batch->hint->bytes) {
+        const char *bytes = static_cast<const char *>(batch->hint->bytes);
+        op->hint.assign(bytes, batch->hint->size);
+    }
+
+    RowKeySet keys(op->rows);
+    std::shared_lock lock(regions_mu_);
+    uint64_t r = 0;
+    kvblob_status refusal = KVBLOB_OK;
+    for (; r < batch->row_count && refusal == KVBLOB_OK; ++r) refusal = admit_row(*op, batch->rows[r], r, keys, why);
+    if (refusal != KVBLOB_OK) return refusal;
+    if (in_flight_.load() >= caps_.max_ops_in_flight) {
+        why = "too many operations in flight (limit " + std::to_string(caps_.max_ops_in_flight) + ")";
+        return KVBLOB_E_REJECTED;
+    }
+    // Admitted: from here on every failure is a row result (R-ADM-1).
+    for (Region *region : op->regions) region->users.fetch_add(1);
+    lock.unlock();
+    in_flight_.fetch_add(1);
+    Op *raw = op.get();
+    {
+        std::lock_guard ops_lock(ops_mu_);
+        ops_.emplace(raw, std::move(op));
+    }
+    *out = raw;
+    start(*raw);
+    return KVBLOB_OK;
+}
+
+}  // namespace kvblob::support

@@ -1,0 +1,184 @@
+// DriverBase's answers of an operation (R-ACC-*, R-ROW-1): poll, results,
+// row_message, access, cancel (R-CAN-1) and release (R-OPS-1); and the
+// helpers an executing driver sets them with, which announce them to the
+// host (R-NTF-*).
+#include "kvblob/support/driver_base.hpp"
+
+#include "call_scope.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+namespace kvblob::support {
+
+namespace {
+
+Op *as_op(kvblob_op_t *op) { return static_cast<Op *>(op); }
+
+}  // namespace
+
+// ---- the two answers ------------------------------------------------------
+
+kvblob_status DriverBase::poll(kvblob_op_t *handle, uint32_t *is_final)
+{
+    if (!handle || !is_final) return KVBLOB_E_INVALID;
+    Op &op = *as_op(handle);
+    *is_final = (op.state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
+    if (!*is_final && op.queued.load(std::memory_order_relaxed)) {
+        // The caller waits for op and its work still waits for a worker: the
+        // caller runs it. Counted as a call in progress, so that a drain
+        // that sees op end waits for this call to leave the driver's code
+        // (R-DRN-3), as it does for a blocking put.
+        CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
+        if (run_queued(op))
+            *is_final = (op.state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
+    }
+    return KVBLOB_OK;
+}
+
+kvblob_status DriverBase::results(kvblob_op_t *handle, uint64_t first, uint64_t count, kvblob_row_status_t *out)
+{
+    if (!handle || (count && !out)) return KVBLOB_E_INVALID;
+    Op &op = *as_op(handle);
+    if (first > op.rows.size() || count > op.rows.size() - first) return KVBLOB_E_INVALID;
+    for (uint64_t i = 0; i < count; ++i) {
+        const Row &row = op.rows[first + i];
+        const int32_t result = row.result.load(std::memory_order_acquire);
+        out[i].result = result;
+        out[i].driver_code = result == KVBLOB_ROW_PENDING ? 0 : row.code;
+        out[i].reserved = 0;
+    }
+    return KVBLOB_OK;
+}
+
+uint32_t DriverBase::row_message(kvblob_op_t *handle, uint64_t row, char *buf, uint32_t capacity)
+{
+    if (capacity && buf) buf[0] = '\0';
+    if (!handle) return 0;
+    Op &op = *as_op(handle);
+    if (row >= op.rows.size() || op.rows[row].result.load(std::memory_order_acquire) == KVBLOB_ROW_PENDING)
+        return 0;
+    const std::string &m = op.rows[row].message;
+    if (capacity && buf) {
+        size_t n = std::min<size_t>(m.size(), capacity - 1);
+        std::memcpy(buf, m.data(), n);
+        buf[n] = '\0';
+    }
+    return static_cast<uint32_t>(m.size());
+}
+
+kvblob_access DriverBase::access(kvblob_op_t *handle)
+{
+    if (!handle) return KVBLOB_ACCESS_OPEN;
+    const uint32_t state = as_op(handle)->state.load(std::memory_order_acquire);
+    return (state & Op::access_unprovable) ? KVBLOB_ACCESS_UNPROVABLE
+           : (state & Op::access_ended)    ? KVBLOB_ACCESS_ENDED
+                                           : KVBLOB_ACCESS_OPEN;
+}
+
+kvblob_status DriverBase::cancel(kvblob_op_t *handle)
+{
+    if (!handle) return KVBLOB_E_INVALID;
+    Op &op = *as_op(handle);
+    if (op.state.load() & Op::results_final) return KVBLOB_OK;
+    op.cancel_requested.store(true);
+    on_cancel(op);
+    return KVBLOB_OK;
+}
+
+kvblob_status DriverBase::release(kvblob_op_t *handle)
+{
+    std::lock_guard lock(ops_mu_);
+    auto it = ops_.find(handle);
+    if (it == ops_.end()) return KVBLOB_E_INVALID;
+    Op &op = *it->second;
+    const uint32_t state = op.state.load(std::memory_order_acquire);
+    if (state & Op::access_unprovable)  // R-OPS-1
+        return KVBLOB_E_UNPROVABLE;
+    if (state != (Op::results_final | Op::access_ended)) return KVBLOB_E_BUSY;
+    // Both bits are set, so every announcement of op has begun (each counts
+    // itself in before setting its bit); wait out those still in the host's
+    // notify, which never blocks: no notify names op after this returns.
+    while (op.announcing.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    ops_.erase(it);
+    return KVBLOB_OK;
+}
+
+// ---- executing drivers' helpers -------------------------------------------
+
+bool DriverBase::begin_row(Op &op, size_t i)
+{
+    if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) return false;
+    if (op.rows[i].started.load()) return true;
+    if (op.cancel_requested.load()) {
+        set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled before it started");
+        return false;
+    }
+    op.rows[i].started.store(true);
+    return true;
+}
+
+void DriverBase::set_row(Op &op, size_t i, kvblob_row_result result, int32_t code, std::string message)
+{
+    Row &row = op.rows[i];
+    row.code = code;
+    row.message = std::move(message);
+    row.result.store(result, std::memory_order_release);
+}
+
+uint32_t DriverBase::set_and_announce(Op &op, uint32_t bit, kvblob_notify_event event)
+{
+    if (!notifies_) return op.state.fetch_or(bit, std::memory_order_acq_rel);
+    // Counted in before the bit is set, so that a release seeing the bit
+    // sees the count too.
+    op.announcing.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t before = op.state.fetch_or(bit, std::memory_order_seq_cst);
+    // After the state it announces is visible, and only by the call that set
+    // the bit: each event once per operation.
+    if (!(before & bit)) host_.notify(host_.context, &op, event);
+    op.announcing.fetch_sub(1, std::memory_order_release);  // op may be gone from here on
+    return before;
+}
+
+void DriverBase::publish(Op &op, uint32_t bit)
+{
+    constexpr uint32_t both = Op::results_final | Op::access_ended;
+    const uint32_t before =
+        set_and_announce(op, bit, bit == Op::results_final ? KVBLOB_NOTIFY_FINAL : KVBLOB_NOTIFY_ACCESS);
+    // From here on op may be released and gone: only the driver's own state.
+    if (((before | bit) & both) == both && (before & both) != both) {
+        // Under drain's lock, as CallScope: once drain sees nothing in
+        // flight, the driver may be closed and gone.
+        std::lock_guard lock(drain_mu_);
+        in_flight_.fetch_sub(1);
+        drain_cv_.notify_all();
+    }
+}
+
+void DriverBase::finish(Op &op) { publish(op, Op::results_final); }
+
+void DriverBase::end_access(Op &op)
+{
+    if (op.unprovable) {
+        for (Region *region : op.regions) region->pinned.store(true);
+        any_unprovable_.store(true);
+        log(KVBLOB_LOG_WARN, "an operation's access is unprovable: its regions stay registered for good");
+        set_and_announce(op, Op::access_unprovable, KVBLOB_NOTIFY_ACCESS);
+        std::lock_guard lock(drain_mu_);
+        drain_cv_.notify_all();
+        return;
+    }
+    for (Region *region : op.regions) region->users.fetch_sub(1);
+    publish(op, Op::access_ended);
+}
+
+void DriverBase::cancel_unstarted(Op &op)
+{
+    for (size_t i = 0; i < op.rows.size(); ++i) set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled before it started");
+    op.unprovable = false;  // nothing touched its memory
+    end_access(op);
+    finish(op);
+}
+
+}  // namespace kvblob::support
