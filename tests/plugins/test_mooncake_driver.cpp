@@ -17,10 +17,12 @@ using namespace kvblob::mooncake;
 
 TEST_CASE("mooncake answers: every store answer becomes the row result its rule asks for")
 {
-    // put: 0 is confirmed by batch_is_exist (put_confirmed); other codes
-    CHECK(put_confirmed(1).result == KVBLOB_ROW_READY);       // stored, or stored before (R-ROW-7)
-    CHECK(put_confirmed(0).result == KVBLOB_ROW_NOT_READY);   // another writer holds it (R-ROW-2)
-    CHECK(put_confirmed(RPC_FAIL).result == KVBLOB_ROW_FAULT);
+    // put: asked first with an empty get (before_put); none means "put it"
+    CHECK_FALSE(before_put(OBJECT_NOT_FOUND).has_value());
+    CHECK(before_put(INVALID_PARAMS)->result == KVBLOB_ROW_READY);        // stored whole before (R-ROW-7)
+    CHECK(before_put(0)->result == KVBLOB_ROW_READY);                     // an empty object, stored before
+    CHECK(before_put(REPLICA_IS_NOT_READY)->result == KVBLOB_ROW_NOT_READY);  // another writer holds it (R-ROW-2)
+    CHECK(before_put(RPC_FAIL)->result == KVBLOB_ROW_FAULT);
     CHECK(put_answer(OK, true).result == KVBLOB_ROW_FAULT);  // 0 alone proves nothing
     CHECK(put_answer(REPLICA_IS_NOT_READY, true).result == KVBLOB_ROW_NOT_READY);
     CHECK(put_answer(NO_AVAILABLE_HANDLE, true).result == KVBLOB_ROW_DECLINED);
