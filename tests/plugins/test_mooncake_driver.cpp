@@ -10,6 +10,8 @@
 
 #include "kvblob/host/plugin.hpp"
 #include "mooncake/answers.hpp"
+#include "mooncake/own_leases.hpp"
+#include "mooncake/writing_keys.hpp"
 #include "plugins/driver_harness.hpp"
 #include "support/kept_for_good.hpp"
 
@@ -63,6 +65,46 @@ TEST_CASE("mooncake answers: every store answer becomes the row result its rule 
     CHECK(whole_put.message.find("INTERNAL_ERROR (-1)") != std::string::npos);
     CHECK_FALSE(whole_call_failure("mooncake_store_batch_is_exist", -1, false).access_unprovable);
     CHECK(unwritten_slot("mooncake_store_batch_get_into", true).access_unprovable);
+}
+
+TEST_CASE("mooncake own leases: a remove waits only for a lease the driver's own call took, until it ends")
+{
+    using namespace std::chrono_literals;
+    OwnLeases leases(10s, 2);
+    CHECK_FALSE(leases.until("never-read").has_value());
+    const auto before = OwnLeases::Clock::now();
+    leases.took("a");
+    const auto a = leases.until("a");
+    REQUIRE(a.has_value());
+    CHECK(*a >= before + 10s);  // the master granted it before the call returned
+    CHECK(*a <= OwnLeases::Clock::now() + 10s);
+    leases.took("b");
+    leases.took("c");  // over capacity: the oldest is forgotten, not waited for
+    CHECK_FALSE(leases.until("a").has_value());
+    CHECK(leases.until("c").has_value());
+    // A lease that has ended is not waited for.
+    OwnLeases instant(1ms);
+    instant.took("x");
+    const auto end = instant.until("x");
+    if (end) CHECK(*end <= OwnLeases::Clock::now() + 1ms);
+    // ttl 0: the master grants no lease worth waiting for.
+    OwnLeases none(0ms);
+    none.took("y");
+    CHECK_FALSE(none.until("y").has_value());
+}
+
+TEST_CASE("mooncake writing keys: a key another put of the driver is writing is not claimed again until it ends")
+{
+    WritingKeys writing;
+    const std::vector<std::string> first = {"k1", "k2"}, second = {"k2", "k3"};
+    {
+        WritingKeys::Claim a(writing, first);
+        CHECK(a.claimed == std::vector<bool>{true, true});
+        WritingKeys::Claim b(writing, second);
+        CHECK(b.claimed == std::vector<bool>{false, true});  // k2 is a's
+    }
+    WritingKeys::Claim c(writing, second);  // both ended: free again
+    CHECK(c.claimed == std::vector<bool>{true, true});
 }
 
 TEST_CASE("mooncake driver: without Mooncake's library, open fails naming the library it looked for")
