@@ -117,7 +117,7 @@ Answer put_answer(int64_t code, bool settled)
     if (code >= 0) return {KVBLOB_ROW_FAULT, "batch_put_from answered " + std::to_string(code) + ", not a put result"};
     if (is_capacity(code)) return {KVBLOB_ROW_DECLINED, code_name(code) + ": the pool has no room"};
     switch (code) {
-    case OBJECT_ALREADY_EXISTS:  // the client answers 0 for it; put_confirmed decides
+    case OBJECT_ALREADY_EXISTS:  // the client answers 0 for it; before_put asks first
         return {KVBLOB_ROW_NOT_READY, code_name(code) + ": stored by another writer, complete or not"};
     case REPLICA_IS_NOT_READY:
     case OBJECT_HAS_REPLICATION_TASK:
@@ -151,14 +151,14 @@ Answer get_answer(int64_t read, uint64_t row_bytes, bool settled)
     }
 }
 
-Answer put_confirmed(int64_t exists)
+std::optional<Answer> before_put(int64_t code)
 {
-    if (exists == 1) return {KVBLOB_ROW_READY, {}};
-    if (exists == 0)
-        return {KVBLOB_ROW_NOT_READY, "the store holds no complete object under this key after the put: another "
-                                      "writer holds it uncommitted, or it went since"};
-    if (exists > 1) return {KVBLOB_ROW_FAULT, "batch_is_exist answered " + std::to_string(exists) + ", not 1, 0 or a code"};
-    return fault(exists, "asking whether the put's object is complete");
+    if (code == OBJECT_NOT_FOUND) return std::nullopt;  // absent: the put goes ahead
+    if (code >= 0 || code == INVALID_PARAMS) return Answer{KVBLOB_ROW_READY, {}};
+    if (code == REPLICA_IS_NOT_READY)
+        return Answer{KVBLOB_ROW_NOT_READY,
+                      code_name(code) + ": another writer holds the key and has not committed; nothing was put"};
+    return fault(code, "asking, before the put, whether the key is stored; nothing was put");
 }
 
 Answer probe_answer(int64_t exists, int64_t size)

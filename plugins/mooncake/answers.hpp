@@ -8,6 +8,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace kvblob::mooncake {
@@ -110,13 +111,17 @@ struct Answer {
 // A put's answer other than 0. settled: the call returned within
 // kTransferGiveUp, so a failed transfer is over (see above).
 Answer put_answer(int64_t code, bool settled);
-// A put answered 0, which this version also answers for a key that exists
-// already, complete or still being written by another client (the client
-// turns the master's OBJECT_ALREADY_EXISTS into success, storing nothing).
-// So the driver asks batch_is_exist, and this is the row's answer from
-// that: 1 READY (ours, or one stored before: R-ROW-7), 0 NOT_READY (another
-// writer holds it uncommitted, or it went since: R-ROW-2), a code FAULT.
-Answer put_confirmed(int64_t exists);
+// Before a put, the driver asks batch_get_into for each key with an empty
+// span (no buffer, 0 bytes): the master's answer, with nothing moved and no
+// lease on a key that is absent or incomplete. This is the put's answer
+// from that code, or none when the key is absent and the put goes ahead:
+// OBJECT_NOT_FOUND none; a byte count, or INVALID_PARAMS (an object larger
+// than the empty span) READY, the object is stored whole already (R-ROW-7);
+// REPLICA_IS_NOT_READY NOT_READY, another writer holds it uncommitted
+// (R-ROW-2); any other code FAULT. Why ask first: this version's put
+// answers 0 for a key that exists, complete or not (the client turns the
+// master's OBJECT_ALREADY_EXISTS into success, storing nothing).
+std::optional<Answer> before_put(int64_t code);
 // A get's answer: bytes read (>= 0) or a code; row_bytes is what the row's
 // span holds.
 Answer get_answer(int64_t read, uint64_t row_bytes, bool settled);

@@ -6,6 +6,7 @@
 #include <kvblob/support/plugin_glue.hpp>
 #include <kvblob/support/scenario_glue.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <iterator>
 #include <sstream>
@@ -29,6 +30,8 @@ std::unique_ptr<MooncakeDriver> MooncakeDriver::open(const kvblob_open_args_t &a
         throw support::OptionError("option 'max_spans' must be 1: Mooncake moves one buffer per key");
     const int64_t lease_wait_ms = o.integer("remove_lease_wait_ms");
     if (lease_wait_ms < 0) throw support::OptionError("option 'remove_lease_wait_ms' must be 0 or more");
+    const int64_t lease_ttl_ms = o.integer("lease_ttl_ms");
+    if (lease_ttl_ms < 0) throw support::OptionError("option 'lease_ttl_ms' must be 0 or more");
     // The store takes 0 (nothing) or at least 1 KiB for each size.
     for (const char *name : {"global_segment_size", "local_buffer_size"})
         if (const uint64_t v = o.bytes(name); v != 0 && v < 1024)
@@ -61,14 +64,16 @@ std::unique_ptr<MooncakeDriver> MooncakeDriver::open(const kvblob_open_args_t &a
     }
     return std::unique_ptr<MooncakeDriver>(new MooncakeDriver(caps, args.host, std::move(library), store,
                                                               static_cast<unsigned>(replicas), o.text("prefix"),
-                                                              workers, std::chrono::milliseconds(lease_wait_ms)));
+                                                              workers, std::chrono::milliseconds(lease_wait_ms),
+                                                              std::chrono::milliseconds(lease_ttl_ms)));
 }
 
 MooncakeDriver::MooncakeDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
                                std::unique_ptr<StoreLibrary> library, mooncake_store_t store, unsigned replicas,
-                               std::string prefix, unsigned workers, std::chrono::milliseconds lease_wait)
+                               std::string prefix, unsigned workers, std::chrono::milliseconds lease_wait,
+                               std::chrono::milliseconds lease_ttl)
     : QueuedDriver(caps, host), library_(std::move(library)), api_(library_->api()), store_(store),
-      replicas_(replicas), prefix_(std::move(prefix)), lease_wait_(lease_wait)
+      replicas_(replicas), prefix_(std::move(prefix)), lease_wait_(lease_wait), own_leases_(lease_ttl)
 {
     start_workers(workers);
 }
@@ -182,6 +187,10 @@ using Clock = std::chrono::steady_clock;
 // completion timeout cannot have given up on a transfer (answers.hpp).
 bool settled_since(Clock::time_point t0) { return Clock::now() - t0 < kTransferGiveUp; }
 
+// Past the end of a lease by the driver's clock, before the master's
+// (another process's, perhaps another machine's) has surely seen it end.
+constexpr std::chrono::milliseconds kLeaseClockSlack{50};
+
 }  // namespace
 
 void MooncakeDriver::set_answer(Op &op, size_t row, Answer answer, int64_t code)
@@ -194,47 +203,73 @@ void MooncakeDriver::set_answer(Op &op, size_t row, Answer answer, int64_t code)
 void MooncakeDriver::put(Op &op, const std::vector<size_t> &rows)
 {
     BatchArgs a = batch_args(op, rows);
-    std::vector<int> results(rows.size(), kUnwritten);
+    // A key another put of this driver is writing: NOT_READY, unasked.
+    WritingKeys::Claim claim(writing_, a.keys);
+    // This version's put answers 0 for a key that exists, complete or still
+    // being written by another client, and stores nothing. So the driver
+    // asks first, with an empty get (no buffer, 0 bytes): it moves nothing,
+    // and leases nothing that is absent or incomplete, so the put's own
+    // object carries no lease of the driver's making (a remove right after
+    // the put is not refused). The race it leaves: a writer whose put starts
+    // between this question and the put is not seen, and the put answers
+    // READY while that writer is still at work (README.md in this folder).
+    std::vector<size_t> ask;  // indexes into rows
+    for (size_t k = 0; k < rows.size(); ++k) {
+        if (claim.claimed[k]) ask.push_back(k);
+        else
+            set_row(op, rows[k], KVBLOB_ROW_NOT_READY, 0,
+                    "another operation of this driver is writing this key and has not finished");
+    }
+    if (ask.empty()) return;
+    std::vector<const char *> ask_keys;
+    for (size_t k : ask) ask_keys.push_back(a.key_ptrs[k]);
+    std::vector<void *> no_buffers(ask.size(), nullptr);
+    std::vector<size_t> no_sizes(ask.size(), 0);
+    std::vector<int64_t> stored(ask.size(), kUnwritten);
+    const int ask_rc = api_.batch_get_into(store_, ask_keys.data(), no_buffers.data(), no_sizes.data(), ask.size(),
+                                           stored.data());
+    std::vector<size_t> to_put;  // indexes into rows
+    for (size_t e = 0; e < ask.size(); ++e) {
+        const size_t k = ask[e];
+        if (ask_rc != 0) {
+            Answer answer = whole_call_failure("mooncake_store_batch_get_into", ask_rc, false);
+            answer.message = "asking, before the put, whether the key is stored: " + answer.message +
+                             "; nothing was put";
+            set_answer(op, rows[k], std::move(answer), ask_rc);
+        } else if (stored[e] == kUnwritten) {
+            set_answer(op, rows[k], unwritten_slot("mooncake_store_batch_get_into", false), 0);
+        } else if (auto answer = before_put(stored[e])) {
+            if (answer->result == KVBLOB_ROW_READY) own_leases_.took(a.keys[k]);  // the master leased it
+            set_answer(op, rows[k], std::move(*answer), stored[e]);
+        } else {
+            to_put.push_back(k);
+        }
+    }
+    if (to_put.empty()) return;
+    std::vector<const char *> keys;
+    std::vector<void *> buffers;
+    std::vector<size_t> sizes;
+    for (size_t k : to_put) {
+        keys.push_back(a.key_ptrs[k]);
+        buffers.push_back(a.buffers[k]);
+        sizes.push_back(a.sizes[k]);
+    }
+    std::vector<int> results(to_put.size(), kUnwritten);
     ReplicateConfig config{replicas_, 0, 0, nullptr, 0};
     const auto t0 = Clock::now();
-    const int rc = api_.batch_put_from(store_, a.key_ptrs.data(), a.buffers.data(), a.sizes.data(), rows.size(),
-                                       &config, results.data());
+    const int rc = api_.batch_put_from(store_, keys.data(), buffers.data(), sizes.data(), to_put.size(), &config,
+                                       results.data());
     const bool settled = settled_since(t0);
-    if (rc != 0) {
-        for (size_t row : rows)
+    for (size_t e = 0; e < to_put.size(); ++e) {
+        const size_t row = rows[to_put[e]];
+        if (rc != 0)
             set_answer(op, row, whole_call_failure("mooncake_store_batch_put_from", rc, true), rc);
-        return;
-    }
-    // 0 is also this version's answer for a key stored already, complete or
-    // not: READY only once batch_is_exist says the store holds it complete.
-    std::vector<size_t> answered_ok;
-    std::vector<const char *> ok_keys;
-    for (size_t k = 0; k < rows.size(); ++k) {
-        if (results[k] == kUnwritten)
-            set_answer(op, rows[k], unwritten_slot("mooncake_store_batch_put_from", true), 0);
-        else if (results[k] != OK)
-            set_answer(op, rows[k], put_answer(results[k], settled), results[k]);
-        else {
-            answered_ok.push_back(k);
-            ok_keys.push_back(a.key_ptrs[k]);
-        }
-    }
-    if (ok_keys.empty()) return;
-    // The put's transfers are over here (the call returned 0 for these
-    // rows); what is left unknown is only whether the object is complete.
-    std::vector<int> complete(ok_keys.size(), kUnwritten);
-    const int exist_rc = api_.batch_is_exist(store_, ok_keys.data(), ok_keys.size(), complete.data());
-    for (size_t e = 0; e < answered_ok.size(); ++e) {
-        const size_t row = rows[answered_ok[e]];
-        if (exist_rc != 0) {
-            Answer answer = whole_call_failure("mooncake_store_batch_is_exist", exist_rc, false);
-            answer.message = "put answered 0, but whether the object is complete is unknown: " + answer.message;
-            set_answer(op, row, std::move(answer), exist_rc);
-        } else if (complete[e] == kUnwritten) {
-            set_answer(op, row, unwritten_slot("mooncake_store_batch_is_exist", false), 0);
-        } else {
-            set_answer(op, row, put_confirmed(complete[e]), complete[e]);
-        }
+        else if (results[e] == kUnwritten)
+            set_answer(op, row, unwritten_slot("mooncake_store_batch_put_from", true), 0);
+        else if (results[e] == OK)
+            set_answer(op, row, {KVBLOB_ROW_READY, {}}, 0);  // absent a moment ago, stored now
+        else
+            set_answer(op, row, put_answer(results[e], settled), results[e]);
     }
 }
 
@@ -251,8 +286,11 @@ void MooncakeDriver::get(Op &op, const std::vector<size_t> &rows)
             set_answer(op, rows[k], whole_call_failure("mooncake_store_batch_get_into", rc, true), rc);
         else if (read[k] == kUnwritten)
             set_answer(op, rows[k], unwritten_slot("mooncake_store_batch_get_into", true), 0);
-        else
+        else {
+            // Every answer but these found the object complete, and leased it.
+            if (read[k] != OBJECT_NOT_FOUND && read[k] != REPLICA_IS_NOT_READY) own_leases_.took(a.keys[k]);
             set_answer(op, rows[k], get_answer(read[k], op.rows[rows[k]].total, settled), read[k]);
+        }
     }
 }
 
@@ -268,9 +306,12 @@ void MooncakeDriver::probe(Op &op, const std::vector<size_t> &rows)
             set_answer(op, rows[k], unwritten_slot("mooncake_store_batch_is_exist", false), 0);
         else if (exists[k] == 0) {
             const int64_t size = api_.get_size(store_, a.key_ptrs[k]);
+            if (size >= 0) own_leases_.took(a.keys[k]);  // completed in between: leased
             set_answer(op, rows[k], probe_answer(0, size), size);
-        } else
+        } else {
+            if (exists[k] == 1) own_leases_.took(a.keys[k]);
             set_answer(op, rows[k], probe_answer(exists[k], 0), exists[k]);
+        }
     }
 }
 
@@ -278,12 +319,22 @@ void MooncakeDriver::remove(Op &op, const std::vector<size_t> &rows)
 {
     for (size_t i : rows) {
         const std::string key = store_key(op.rows[i].key);
-        // Never forced: a lease protects a reader's transfer in flight.
-        // OBJECT_HAS_LEASE is waited out up to remove_lease_wait.
-        const auto deadline = Clock::now() + lease_wait_;
+        // Never forced: a lease protects a reader's transfer in flight. A
+        // lease this driver's own get or probe took protects nothing once
+        // that call returned, but the master cannot tell it from another
+        // reader's: the remove waits it out (until it runs out, by the
+        // driver's own clock), and waits out any other lease only up to
+        // remove_lease_wait, then answers NOT_READY.
+        const auto start = Clock::now();
+        auto deadline = start + lease_wait_;
+        if (auto own = own_leases_.until(key); own && *own + kLeaseClockSlack > deadline)
+            deadline = *own + kLeaseClockSlack;
         int rc = api_.remove(store_, key.c_str(), 0);
-        while (rc == OBJECT_HAS_LEASE && Clock::now() < deadline && !op.cancel_requested.load()) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a retry's pause, not an ordering
+        for (auto pause = std::chrono::milliseconds(5);
+             rc == OBJECT_HAS_LEASE && Clock::now() < deadline && !op.cancel_requested.load();
+             pause = std::min(pause * 2, std::chrono::milliseconds(200))) {
+            // A retry's pause while the lease runs out, not an ordering.
+            std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - Clock::now()));
             rc = api_.remove(store_, key.c_str(), 0);
         }
         set_answer(op, i, remove_answer(rc), rc);

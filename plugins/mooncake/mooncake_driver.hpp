@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "answers.hpp"
+#include "own_leases.hpp"
 #include "store_api.hpp"
+#include "writing_keys.hpp"
 
 namespace kvblob::mooncake {
 
@@ -37,12 +39,13 @@ public:
     ~MooncakeDriver() override;
 
     // kvblob.scenarios/1. Held gets are staged inside the driver
-    // (QueuedDriver), on any library. The rest only where the library can
-    // stage them (the test library in tests/fakes/mooncake can; through
-    // Mooncake's C API a client cannot hold a key uncommitted, fill the
-    // pool without meeting eviction, or make a read fail). No corruption is
-    // staged: this Mooncake version keeps no checksum, so a store that
-    // answered one would not be the store this driver speaks to.
+    // (QueuedDriver), on any library. The rest only where the library
+    // offers mooncake_store_fake_stage: the fake in tests/fakes/mooncake,
+    // and tests/mooncake/staging_shim.cpp, which stages them on the real
+    // store with a second client and peer processes; Mooncake's own library
+    // offers none. No corruption is staged: this Mooncake version keeps no
+    // checksum, so a store that answered one would not be the store this
+    // driver speaks to.
     const kvblob_scenarios_t *scenarios_offered() const;
     kvblob_status stage_foreign_writer(const std::string &key) { return stage("foreign_writer", key); }
     kvblob_status stage_full_pool() { return stage("full_pool", {}); }
@@ -58,7 +61,8 @@ protected:
 private:
     MooncakeDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host,
                    std::unique_ptr<StoreLibrary> library, mooncake_store_t store, unsigned replicas,
-                   std::string prefix, unsigned workers, std::chrono::milliseconds lease_wait);
+                   std::string prefix, unsigned workers, std::chrono::milliseconds lease_wait,
+                   std::chrono::milliseconds lease_ttl);
 
     // One batch call's arguments: keys as C strings, and the rows' single
     // spans (none for probe and remove).
@@ -90,6 +94,10 @@ private:
     const unsigned replicas_;
     const std::string prefix_;
     const std::chrono::milliseconds lease_wait_;
+    // The leases this driver's own gets and probes took (remove waits them
+    // out), and the keys its puts are writing.
+    OwnLeases own_leases_;
+    WritingKeys writing_;
     // The ranges registered with the store (base -> size).
     std::mutex registered_mu_;
     std::map<uintptr_t, size_t> registered_;

@@ -11,7 +11,7 @@ using support::option;
 namespace {
 
 // Mirrors mooncake_store_setup's arguments.
-constexpr std::array<kvblob_option_desc_t, 12> own_options = {{
+constexpr std::array<kvblob_option_desc_t, 13> own_options = {{
     option(KVBLOB_OPTION_STRING, "library", "libmooncake_store.so", nullptr,
            "Mooncake store's C library: a path, or a name the dynamic linker searches."),
     option(KVBLOB_OPTION_STRING, "local_hostname", "localhost", nullptr, "This node's address in the pool."),
@@ -26,9 +26,12 @@ constexpr std::array<kvblob_option_desc_t, 12> own_options = {{
     option(KVBLOB_OPTION_INT, "replica_num", "1", nullptr, "Replicas of each object."),
     option(KVBLOB_OPTION_INT, "workers", "2", nullptr, "Worker threads making the synchronous calls."),
     option(KVBLOB_OPTION_STRING, "prefix", "", nullptr, "Prepended to every key, to share a pool."),
+    option(KVBLOB_OPTION_INT, "lease_ttl_ms", "10000", nullptr,
+           "The master's default_kv_lease_ttl: a remove waits out, up to this long after it, the lease this "
+           "driver's own get or probe of the key took."),
     option(KVBLOB_OPTION_INT, "remove_lease_wait_ms", "0", nullptr,
-           "How long a remove waits out OBJECT_HAS_LEASE (readers' leases; the master's default_kv_lease_ttl) "
-           "before answering NOT_READY."),
+           "How long a remove waits out a lease this driver did not take (another client's read) before "
+           "answering NOT_READY."),
 }};
 
 constexpr auto all_options =

@@ -53,9 +53,10 @@ struct StoreApi {
     // Optional: the client's name in the pool, which names its segment
     // (kvblob-bench's baseline places its objects there).
     int (*get_hostname)(mooncake_store_t, char *buf_out, size_t buf_len);
-    // Optional, and only in the test library tests/fakes/mooncake: stages a
-    // scenario (what: "foreign_writer", "full_pool", "failing_read",
-    // "corrupt", "unprovable", "release"); 0 on success.
+    // Optional, and only in test libraries (the fake, tests/fakes/mooncake,
+    // and the real store's staging shim, tests/mooncake/staging_shim.cpp):
+    // stages a scenario (what: "foreign_writer", "full_pool",
+    // "failing_read", "corrupt", "unprovable", "release"); 0 on success.
     int (*fake_stage)(mooncake_store_t, const char *what, const char *key);
 };
 

@@ -73,7 +73,11 @@ std::vector<std::pair<std::string, std::string>> run(const StoreApi &a, const st
     };
     uint8_t *src = region.data(), *dst = region.data() + 2 * kSize;
 
+    // The driver's question before a put: an empty span, no buffer.
+    out.emplace_back("empty get, absent", get(k1, nullptr, 0));
     out.emplace_back("put new key", put(k1, src, kSize));
+    out.emplace_back("empty get, stored", get(k1, nullptr, 0));
+    out.emplace_back("remove right after empty get", std::to_string(a.remove(s, k1.c_str(), 0)));
     out.emplace_back("put same key again", put(k1, src + 1, kSize));
     out.emplace_back("put another key", put(fresh, src + kSize, kSize));
     out.emplace_back("remove right after put", std::to_string(a.remove(s, fresh.c_str(), 0)));

@@ -1,7 +1,7 @@
 // A TEST SHIM, not Mooncake: loaded by the Mooncake driver in place of
 // libmooncake_store.so, it forwards every call to the real library named by
 // KVBLOB_MOONCAKE_REAL_LIBRARY. After kvblob_shim_refuse_next_batch(), the
-// next batch call (put, get or is_exist) reaches the real library with a
+// next batch call (put, get moving bytes, or is_exist) reaches the real library with a
 // results array of NULL, an argument the real library refuses: it returns
 // -1 without writing any result, through its own code. The driver's own
 // array is then left as it was, and the test sees what the driver makes of
@@ -92,7 +92,11 @@ int mooncake_store_batch_get_into(void *s, const char **keys, void **buffers, co
 {
     static auto f = fn<int (*)(void *, const char **, void **, const size_t *, size_t, int64_t *)>(
         "mooncake_store_batch_get_into");
-    return f(s, keys, buffers, sizes, count, take() ? nullptr : results_out);
+    // A call with only empty spans (the driver's question before a put)
+    // moves nothing: the refusal waits for a get that moves bytes.
+    bool moves = false;
+    for (size_t i = 0; i < count; ++i) moves = moves || sizes[i] > 0;
+    return f(s, keys, buffers, sizes, count, moves && take() ? nullptr : results_out);
 }
 
 int mooncake_store_batch_is_exist(void *s, const char **keys, size_t count, int *results_out)

@@ -5,8 +5,9 @@
 //
 //   mooncake-segment-peer LIBRARY MASTER METADATA_URL SEGMENT_BYTES
 //
-// Prints "ready" once its segment is mounted, then holds it until its
-// stdin ends. Exit 0, or 3 when the client cannot be set up.
+// Prints "ready NAME" once its segment is mounted (NAME: the client's name
+// in the pool, which names its segment for a put's preferred_segments),
+// then holds it until its stdin ends. Exit 0, or 3 when the client cannot be set up.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -34,7 +35,9 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "mooncake-segment-peer: cannot set up a client of master %s\n", argv[2]);
         return 3;
     }
-    std::printf("ready\n");
+    char name[256] = "";
+    if (api.get_hostname) api.get_hostname(store, name, sizeof name);
+    std::printf("ready %s\n", name);
     std::fflush(stdout);
     while (std::getchar() != EOF) {
     }

@@ -3,7 +3,12 @@
 # its HTTP metadata server, on free loopback ports, and stops it afterwards,
 # whatever the command does.
 #
-#   with_mooncake.sh COMMAND...
+#   with_mooncake.sh [--defaults] COMMAND...
+#
+# --defaults: the master as it ships, with none of its lease or timeout
+# flags (a 10 s lease), and KVBLOB_MOONCAKE_OPTIONS naming only the
+# addresses (the driver's library is then found through LD_LIBRARY_PATH,
+# which the command sets from KVBLOB_MOONCAKE_LIBRARY_DIR).
 #
 # The Mooncake build is the prefix KVBLOB_MOONCAKE_PREFIX names (from
 # scripts/build-mooncake). Without it, or without a complete build there, the
@@ -11,12 +16,16 @@
 #
 # The command runs through sh -c with:
 #   KVBLOB_MOONCAKE_LIBRARY     the prefix's lib/libmooncake_store.so
+#   KVBLOB_MOONCAKE_LIBRARY_DIR the folder it lies in
 #   KVBLOB_MOONCAKE_MASTER      127.0.0.1:RPC_PORT
 #   KVBLOB_MOONCAKE_METADATA    http://127.0.0.1:HTTP_PORT/metadata
 #   KVBLOB_MOONCAKE_MASTER_PID  the master's pid (a test may stop it)
 #   KVBLOB_MOONCAKE_OPTIONS     the driver options naming all of the above
 #   KVBLOB_MOONCAKE_LEASE_MS    the master's default_kv_lease_ttl
 set -euo pipefail
+
+defaults=0
+if [ "${1:-}" = --defaults ]; then defaults=1; shift; fi
 
 # Only where asked for: the suite's plain runs (ctest, the sanitizer presets)
 # skip these; scripts/test-mooncake builds Mooncake, names its prefix and runs
@@ -33,11 +42,13 @@ fi
 master_bin="$prefix/bin/mooncake_master"
 library="$prefix/lib/libmooncake_store.so"
 
-# A shorter lease than the master's default (10 s), which makes every remove
-# within 10 s of a put, get or probe answer OBJECT_HAS_LEASE (the driver
-# waits leases out up to remove_lease_wait_ms), yet long enough that a get
-# on a loaded machine ends before its lease does (else LEASE_EXPIRED).
+# Otherwise a shorter lease than the master's default (10 s), which makes
+# every remove within 10 s of the driver's own get or probe wait for the
+# lease it took (the driver waits up to lease_ttl_ms), yet long enough that
+# a get on a loaded machine ends before its lease does (else LEASE_EXPIRED).
 lease_ms=${KVBLOB_MOONCAKE_LEASE_MS:-2000}
+lease_flags=(--default_kv_lease_ttl="$lease_ms")
+if [ "$defaults" = 1 ]; then lease_ms=10000; lease_flags=(); fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kvblob-mooncake.XXXXXX")
 master=""
@@ -63,7 +74,7 @@ for attempt in $(seq 1 20); do
   "$master_bin" --rpc_address=127.0.0.1 --rpc_port="$rpc" \
     --enable_http_metadata_server=true --http_metadata_server_host=127.0.0.1 \
     --http_metadata_server_port="$http" --metrics_port="$metrics" --enable_metric_reporting=false \
-    --default_kv_lease_ttl="$lease_ms" >"$work/master.$attempt.log" 2>&1 &
+    ${lease_flags[@]+"${lease_flags[@]}"} >"$work/master.$attempt.log" 2>&1 &
   master=$!
   # Ready when both its ports accept: the signal the master gives.
   for _ in $(seq 1 600); do
@@ -86,8 +97,15 @@ export KVBLOB_MOONCAKE_MASTER="127.0.0.1:$rpc"
 export KVBLOB_MOONCAKE_METADATA="http://127.0.0.1:$http/metadata"
 export KVBLOB_MOONCAKE_MASTER_PID="$master"
 export KVBLOB_MOONCAKE_LEASE_MS="$lease_ms"
-export KVBLOB_MOONCAKE_OPTIONS="--option library=$library --option master_server_address=$KVBLOB_MOONCAKE_MASTER --option metadata_server=$KVBLOB_MOONCAKE_METADATA --option local_hostname=127.0.0.1 --option protocol=tcp --option global_segment_size=64M --option local_buffer_size=16M --option remove_lease_wait_ms=$((lease_ms * 5))"
-echo "mooncake_master: $master_bin (pid $master, rpc $rpc, http $http, lease ${lease_ms} ms)"
+export KVBLOB_MOONCAKE_LIBRARY_DIR="$prefix/lib"
+addresses="--option master_server_address=$KVBLOB_MOONCAKE_MASTER --option metadata_server=$KVBLOB_MOONCAKE_METADATA --option local_hostname=127.0.0.1"
+if [ "$defaults" = 1 ]; then
+  export KVBLOB_MOONCAKE_OPTIONS="$addresses"
+  echo "mooncake_master: $master_bin (pid $master, rpc $rpc, http $http, its default flags); driver options: the addresses only"
+else
+  export KVBLOB_MOONCAKE_OPTIONS="--option library=$library $addresses --option protocol=tcp --option global_segment_size=64M --option local_buffer_size=16M --option lease_ttl_ms=$lease_ms"
+  echo "mooncake_master: $master_bin (pid $master, rpc $rpc, http $http, lease ${lease_ms} ms)"
+fi
 
 set +e
 sh -c "$*"

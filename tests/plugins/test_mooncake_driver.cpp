@@ -10,6 +10,8 @@
 
 #include "kvblob/host/plugin.hpp"
 #include "mooncake/answers.hpp"
+#include "mooncake/own_leases.hpp"
+#include "mooncake/writing_keys.hpp"
 #include "plugins/driver_harness.hpp"
 #include "support/kept_for_good.hpp"
 #include "kvblob/tools/fill_pattern.hpp"
@@ -18,10 +20,12 @@ using namespace kvblob::mooncake;
 
 TEST_CASE("mooncake answers: every store answer becomes the row result its rule asks for")
 {
-    // put: 0 is confirmed by batch_is_exist (put_confirmed); other codes
-    CHECK(put_confirmed(1).result == KVBLOB_ROW_READY);       // stored, or stored before (R-ROW-7)
-    CHECK(put_confirmed(0).result == KVBLOB_ROW_NOT_READY);   // another writer holds it (R-ROW-2)
-    CHECK(put_confirmed(RPC_FAIL).result == KVBLOB_ROW_FAULT);
+    // put: asked first with an empty get (before_put); none means "put it"
+    CHECK_FALSE(before_put(OBJECT_NOT_FOUND).has_value());
+    CHECK(before_put(INVALID_PARAMS)->result == KVBLOB_ROW_READY);        // stored whole before (R-ROW-7)
+    CHECK(before_put(0)->result == KVBLOB_ROW_READY);                     // an empty object, stored before
+    CHECK(before_put(REPLICA_IS_NOT_READY)->result == KVBLOB_ROW_NOT_READY);  // another writer holds it (R-ROW-2)
+    CHECK(before_put(RPC_FAIL)->result == KVBLOB_ROW_FAULT);
     CHECK(put_answer(OK, true).result == KVBLOB_ROW_FAULT);  // 0 alone proves nothing
     CHECK(put_answer(REPLICA_IS_NOT_READY, true).result == KVBLOB_ROW_NOT_READY);
     CHECK(put_answer(NO_AVAILABLE_HANDLE, true).result == KVBLOB_ROW_DECLINED);
@@ -62,6 +66,46 @@ TEST_CASE("mooncake answers: every store answer becomes the row result its rule 
     CHECK(whole_put.message.find("INTERNAL_ERROR (-1)") != std::string::npos);
     CHECK_FALSE(whole_call_failure("mooncake_store_batch_is_exist", -1, false).access_unprovable);
     CHECK(unwritten_slot("mooncake_store_batch_get_into", true).access_unprovable);
+}
+
+TEST_CASE("mooncake own leases: a remove waits only for a lease the driver's own call took, until it ends")
+{
+    using namespace std::chrono_literals;
+    OwnLeases leases(10s, 2);
+    CHECK_FALSE(leases.until("never-read").has_value());
+    const auto before = OwnLeases::Clock::now();
+    leases.took("a");
+    const auto a = leases.until("a");
+    REQUIRE(a.has_value());
+    CHECK(*a >= before + 10s);  // the master granted it before the call returned
+    CHECK(*a <= OwnLeases::Clock::now() + 10s);
+    leases.took("b");
+    leases.took("c");  // over capacity: the oldest is forgotten, not waited for
+    CHECK_FALSE(leases.until("a").has_value());
+    CHECK(leases.until("c").has_value());
+    // A lease that has ended is not waited for.
+    OwnLeases instant(1ms);
+    instant.took("x");
+    const auto end = instant.until("x");
+    if (end) CHECK(*end <= OwnLeases::Clock::now() + 1ms);
+    // ttl 0: the master grants no lease worth waiting for.
+    OwnLeases none(0ms);
+    none.took("y");
+    CHECK_FALSE(none.until("y").has_value());
+}
+
+TEST_CASE("mooncake writing keys: a key another put of the driver is writing is not claimed again until it ends")
+{
+    WritingKeys writing;
+    const std::vector<std::string> first = {"k1", "k2"}, second = {"k2", "k3"};
+    {
+        WritingKeys::Claim a(writing, first);
+        CHECK(a.claimed == std::vector<bool>{true, true});
+        WritingKeys::Claim b(writing, second);
+        CHECK(b.claimed == std::vector<bool>{false, true});  // k2 is a's
+    }
+    WritingKeys::Claim c(writing, second);  // both ended: free again
+    CHECK(c.claimed == std::vector<bool>{true, true});
 }
 
 TEST_CASE("mooncake driver: without Mooncake's library, open fails naming the library it looked for")
