@@ -48,6 +48,20 @@ public:
     std::string rule;
 };
 
+// Thrown by a check body: a behaviour the check reads as evidence for its
+// own rule (a get that is not READY as proof that nothing was stored) is
+// broken, so the check cannot judge its rule. It names the check that judges
+// that behaviour (by), whose FAIL says what is wrong; the check itself is
+// reported BLOCKED, never FAIL of a rule it did not test.
+class Blocked : public std::runtime_error {
+public:
+    Blocked(std::string by, const std::string &message)
+        : std::runtime_error("blocked by " + by + ": " + message), by(std::move(by))
+    {
+    }
+    std::string by;
+};
+
 // Thrown by a check body: the driver lacks what the check needs.
 class NotSupported : public std::runtime_error {
 public:

@@ -223,6 +223,10 @@ void get_during_held_put(Context &c)
         expect(get_answer.status == KVBLOB_OK, "R-CON-1",
                std::string("a get of a key whose put is in progress was refused: ") +
                    kvblob_status_name(get_answer.status) + " " + get_answer.why);
+        // A get while the put is held reads a key not yet written: READY
+        // there convicts only a driver whose gets of absent keys are not READY.
+        if (final_while_held && seen.result == KVBLOB_ROW_READY)
+            c.require_absent_not_ready(reader, "a READY get read the put's object");
         expect(!final_while_held || seen.result == KVBLOB_ROW_MISS || seen.result == KVBLOB_ROW_NOT_READY,
                "R-CON-2",
                std::string("while a put was held before reading its object's first byte, a get of its key from "

@@ -66,6 +66,7 @@ std::vector<Expectation> read_expectations(const std::string &path)
         else if (word == "NOT_SUPPORTED") s = Status::not_supported;
         else if (word == "CRASH") s = Status::crash;
         else if (word == "TIMEOUT") s = Status::timeout;
+        else if (word == "BLOCKED") s = Status::blocked;
         else throw CLI::ValidationError("--expectations", path + ":" + std::to_string(n) + ": unknown status '" + word + "'");
         out.push_back({glob, s, reason});
     }

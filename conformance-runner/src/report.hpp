@@ -22,6 +22,10 @@ struct Row {
 // Counts of a run; every row counts in exactly one of them.
 struct Tally {
     int passed = 0, failed = 0, skipped = 0, unsupported = 0, xfail = 0, xpass = 0;
+    // Checks that could not judge their rule: a behaviour they read as
+    // evidence is broken (Blocked). They certify nothing, so the run is not
+    // conformant while any is.
+    int blocked = 0;
     std::vector<std::string> waived;  // MUST checks that failed as expected (XFAIL)
     int ran = 0;  // rows whose check was run: a run of none certifies nothing
     // Why the run ended before every check ran (a stop request, the run's
@@ -35,7 +39,7 @@ struct Tally {
     std::vector<std::string> left_by, left_unknown;
 
     void add(const Row &row);
-    bool conformant() const { return failed == 0 && xpass == 0 && !incomplete && ran > 0; }
+    bool conformant() const { return failed == 0 && xpass == 0 && blocked == 0 && !incomplete && ran > 0; }
     // "CONFORMANT", "NOT CONFORMANT", "NO CHECK RAN" (a selection that runs
     // nothing, or a driver that supports nothing, certifies nothing), or
     // "CONFORMANT EXCEPT WAIVED MUST CHECKS: a, b" (CI may stay green on

@@ -58,7 +58,7 @@ void json_summary(std::ostream &out, const Tally &t)
         << ",\"stopped\":" << (t.stopped.empty() ? "null" : json_quote(t.stopped)) << ",\"ran\":" << t.ran
         << ",\"not_run\":" << t.not_run
         << ",\"passed\":" << t.passed << ",\"failed\":" << t.failed << ",\"skipped\":" << t.skipped
-        << ",\"not_supported\":" << t.unsupported << ",\"xfail\":" << t.xfail << ",\"xpass\":" << t.xpass
+        << ",\"not_supported\":" << t.unsupported << ",\"xfail\":" << t.xfail << ",\"xpass\":" << t.xpass << ",\"blocked\":" << t.blocked
         << ",\"waived\":" << json_string_array(t.waived) << ",\"left\":{\"keys\":" << t.left_keys
         << ",\"bytes\":" << t.left_bytes << ",\"by\":" << json_string_array(t.left_by)
         << ",\"unknown\":" << json_string_array(t.left_unknown) << "}}}\n"

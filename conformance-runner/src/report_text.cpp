@@ -16,6 +16,7 @@ void Tally::add(const Row &row)
         if (row.check->level == Level::must) waived.push_back(row.check->id);
         break;
     case Status::xpass: ++xpass; break;
+    case Status::blocked: ++blocked; break;
     default: ++failed; break;
     }
     const Leftover &left = row.outcome.left;
@@ -27,7 +28,7 @@ void Tally::add(const Row &row)
 
 std::string Tally::verdict() const
 {
-    if (failed == 0 && xpass == 0 && !incomplete && ran == 0) return "NO CHECK RAN";
+    if (failed == 0 && xpass == 0 && blocked == 0 && !incomplete && ran == 0) return "NO CHECK RAN";
     if (!conformant()) return "NOT CONFORMANT";
     if (waived.empty()) return "CONFORMANT";
     std::string out = "CONFORMANT EXCEPT WAIVED MUST CHECKS:";
@@ -46,7 +47,8 @@ void print_row(std::ostream &out, const Row &row, const std::string &rerun_prefi
     if (!o.message.empty()) out << ": " << o.message;
     out << "\n";
     if (o.left.any()) out << "    left behind: " << to_text(o.left) << "\n";
-    if (o.status == Status::fail || o.status == Status::crash || o.status == Status::timeout)
+    if (o.status == Status::fail || o.status == Status::crash || o.status == Status::timeout ||
+        o.status == Status::blocked)
         out << "    rerun: " << rerun_prefix << " --filter '" << row.check->id << "'\n";
     out << std::flush;
 }
@@ -66,7 +68,7 @@ void print_summary(std::ostream &out, const Tally &t, const std::string &key_pre
         out << "; every key of this run begins with '" << key_prefix << "'";
     out << "\n";
     out << t.passed << " passed, " << t.failed << " failed, " << t.skipped << " skipped, " << t.unsupported
-        << " not supported, " << t.xfail << " xfail, " << t.xpass << " xpass\n"
+        << " not supported, " << t.xfail << " xfail, " << t.xpass << " xpass, " << t.blocked << " blocked\n"
         << t.verdict() << "\n";
     if (t.incomplete)
         out << "run incomplete: " << (t.stopped.empty() ? "interrupted before every check ran" : t.stopped) << "; "
