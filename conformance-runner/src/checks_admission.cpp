@@ -48,7 +48,7 @@ public:
     explicit ReservedSpace(uint64_t size) : size_(size)
     {
         void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) throw NotSupported("cannot reserve " + std::to_string(size) + " bytes of address space");
+        if (p == MAP_FAILED) throw RunnerCannot("cannot reserve " + std::to_string(size) + " bytes of address space");
         base_ = p;
     }
     ReservedSpace(const ReservedSpace &) = delete;

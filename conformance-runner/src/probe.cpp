@@ -174,6 +174,8 @@ Outcome CheckRun::body()
         return {Status::fail, f.what()};
     } catch (const Blocked &b) {
         return {Status::blocked, b.what()};
+    } catch (const RunnerCannot &n) {
+        return {Status::not_exercised, n.what()};
     } catch (const NotSupported &n) {
         return {Status::not_supported, n.what()};
     } catch (const std::exception &e) {
