@@ -60,4 +60,11 @@ set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "python3, python3-numpy")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS kvblob-drivers)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS kvblob-drivers)
 set(CPACK_DEBIAN_DRIVERS_PACKAGE_ENHANCES "${CPACK_DEBIAN_LIB_PACKAGE_NAME}")
+# Debian's place for what may be done with each package: a copyright file
+# in /usr/share/doc/<package>/. It says the truth: no licence chosen yet.
+foreach(component IN LISTS CPACK_COMPONENTS_ALL)
+  string(TOUPPER ${component} upper)
+  install(FILES ${PROJECT_SOURCE_DIR}/cmake/debian-copyright RENAME copyright
+    DESTINATION share/doc/${CPACK_DEBIAN_${upper}_PACKAGE_NAME} COMPONENT ${component})
+endforeach()
 include(CPack)

@@ -48,10 +48,34 @@ public:
     std::string rule;
 };
 
-// Thrown by a check body: the driver lacks what the check needs.
+// Thrown by a check body: a behaviour the check reads as evidence for its
+// own rule (a get that is not READY as proof that nothing was stored) is
+// broken, so the check cannot judge its rule. It names the check that judges
+// that behaviour (by), whose FAIL says what is wrong; the check itself is
+// reported BLOCKED, never FAIL of a rule it did not test.
+class Blocked : public std::runtime_error {
+public:
+    Blocked(std::string by, const std::string &message)
+        : std::runtime_error("blocked by " + by + ": " + message), by(std::move(by))
+    {
+    }
+    std::string by;
+};
+
+// Thrown by a check body: the driver's declarations (capabilities, limits,
+// hooks, options) make the check not applicable to it.
 class NotSupported : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
+};
+
+// Thrown by a check body: this runner cannot exercise the check, whatever
+// the driver declares: its build (no CUDA) or its machine (no GPU, no
+// userfaultfd, too little address space). Reported NOT_EXERCISED, apart
+// from what the driver supports, and never blamed on the driver.
+class RunnerCannot : public NotSupported {
+public:
+    explicit RunnerCannot(const std::string &why) : NotSupported(why + ": the runner's limit, not the driver's") {}
 };
 
 // Fails the check with rule when condition is false.

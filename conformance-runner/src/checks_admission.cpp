@@ -15,6 +15,7 @@ namespace {
 void expect_refused(Context &c, Driver &d, Batch &batch, const std::vector<std::string> &keys,
                     const std::string &rule, const std::string &what)
 {
+    if (!keys.empty()) c.require_absent_not_ready(d, "a refused put stored nothing");
     kvblob_status st = KVBLOB_OK;
     kvblob_op_t *op = c.submit(d, OpKind::put, batch, &st);
     if (op) {
@@ -30,7 +31,9 @@ void expect_refused(Context &c, Driver &d, Batch &batch, const std::vector<std::
     auto r = c.reg(d, probe);
     for (const auto &k : keys) {
         auto res = c.run_one(d, OpKind::get, k, {make_span(r, 0, 64)});
-        expect(res != KVBLOB_ROW_READY, "R-ADM-9", "a refused put stored key " + k);
+        expect(res != KVBLOB_ROW_READY, "R-ADM-9",
+               what + " was refused, and a get of its key " + k +
+                   " then answered READY; R-ADM-9 wants the key to answer as a key never named does");
     }
     // The probe's memory is unmapped on return: its registration must end
     // first, or a later mapping at the same address would be registered
@@ -45,7 +48,7 @@ public:
     explicit ReservedSpace(uint64_t size) : size_(size)
     {
         void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) throw NotSupported("cannot reserve " + std::to_string(size) + " bytes of address space");
+        if (p == MAP_FAILED) throw RunnerCannot("cannot reserve " + std::to_string(size) + " bytes of address space");
         base_ = p;
     }
     ReservedSpace(const ReservedSpace &) = delete;

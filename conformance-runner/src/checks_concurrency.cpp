@@ -25,6 +25,8 @@ void add_concurrency_checks(std::vector<Check> &out)
                        constexpr uint64_t size = 64 * 1024;
                        constexpr int rounds = 40;
                        auto a = c.open(), b = c.open(), reader = c.open();
+                       // A get before either put ends reads the key absent.
+                       c.require_absent_not_ready(reader, "a READY get read a writer's object");
                        GuardedBuffer sa(size), sb(size), dr(size), df(size);
                        fill_pattern(sa.data(), size, 51);
                        fill_pattern(sb.data(), size, 52);

@@ -9,13 +9,14 @@ namespace kvblob::conformance {
 
 namespace {
 
-// Device checks ask for the device first, so that a machine without one
-// says "no CUDA device" rather than blaming the driver.
+// A driver without device_memory is not judged here (NOT_SUPPORTED); one
+// that declares it, on a runner built without CUDA or on a machine without
+// a device, is NOT_EXERCISED: the runner's limit, never the driver's.
 void require_device(Driver &d)
 {
-    if (const std::string why = tools::cuda_unavailable_reason(); !why.empty()) throw NotSupported(why);
     if (!d.has(KVBLOB_CAP_DEVICE_MEMORY))
         throw NotSupported("needs capability device_memory, which the driver does not declare");
+    if (const std::string why = tools::cuda_unavailable_reason(); !why.empty()) throw RunnerCannot(why);
 }
 
 std::vector<uint8_t> pattern(size_t size, uint64_t seed)

@@ -76,7 +76,7 @@ BatchWithHeldKey hold_key(const kvblob_batch_t &batch, uint64_t held_row, Paused
 {
     BatchWithHeldKey h{batch, std::vector<kvblob_row_t>(batch.rows, batch.rows + batch.row_count), {}};
     h.held_key.assign(reinterpret_cast<const char *>(h.rows[held_row].key), h.rows[held_row].key_len);
-    if (h.held_key.size() > PausedPage::size()) throw NotSupported("the check's key does not fit on one page");
+    if (h.held_key.size() > PausedPage::size()) throw RunnerCannot("the check's key does not fit on one page");
     h.rows[held_row].key = page.data();
     h.raw.rows = h.rows.data();
     return h;
@@ -87,8 +87,7 @@ BatchWithHeldKey hold_key(const kvblob_batch_t &batch, uint64_t held_row, Paused
 void arm_or_skip(PausedPage &page)
 {
     if (!page.ready() || !page.arm())
-        throw NotSupported("this machine cannot hold a call inside the driver (" + page.why() +
-                           "): the runner's limit, not the driver's");
+        throw RunnerCannot("this machine cannot hold a call inside the driver (" + page.why() + ")");
 }
 
 // How long a check waits for what a held call makes visible (a second call's
@@ -223,6 +222,10 @@ void get_during_held_put(Context &c)
         expect(get_answer.status == KVBLOB_OK, "R-CON-1",
                std::string("a get of a key whose put is in progress was refused: ") +
                    kvblob_status_name(get_answer.status) + " " + get_answer.why);
+        // A get while the put is held reads a key not yet written: READY
+        // there convicts only a driver whose gets of absent keys are not READY.
+        if (final_while_held && seen.result == KVBLOB_ROW_READY)
+            c.require_absent_not_ready(reader, "a READY get read the put's object");
         expect(!final_while_held || seen.result == KVBLOB_ROW_MISS || seen.result == KVBLOB_ROW_NOT_READY,
                "R-CON-2",
                std::string("while a put was held before reading its object's first byte, a get of its key from "

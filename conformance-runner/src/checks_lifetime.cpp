@@ -131,10 +131,13 @@ void add_lifetime_checks(std::vector<Check> &out)
                            }
                            saw_cancelled = !cancelled.empty();
                            if (!saw_cancelled) continue;
+                           c.require_absent_not_ready(d, "a CANCELLED put row stored nothing");
                            const auto stored = c.run(d, OpKind::get, look);
                            for (size_t n = 0; n < cancelled.size(); ++n)
                                expect(stored[n].result != KVBLOB_ROW_READY, "R-CAN-1",
-                                      "row " + std::to_string(cancelled[n]) + " is CANCELLED but was stored");
+                                      "row " + std::to_string(cancelled[n]) +
+                                          " is CANCELLED, and a get of its key answered READY; R-CAN-1 wants a "
+                                          "cancelled put to store nothing");
                        }
                    }});
     out.push_back({"lifetime.drain-concurrent", {"R-DRN-1", "R-DRN-3", "R-ADM-2"}, Level::must, 0, {},
@@ -223,6 +226,10 @@ void add_lifetime_checks(std::vector<Check> &out)
                            const double budget = std::chrono::duration<double>(c.op_timeout).count() / 4 / 12;
                            rows = std::clamp<uint64_t>(static_cast<uint64_t>(budget / std::max(per_row, 1e-9)), probe_rows,
                                                        std::min<uint64_t>(d.caps().max_rows_per_op, 20000));
+                       }
+                       {
+                           auto d = c.open();
+                           c.require_absent_not_ready(d, "a put stored none of the keys rewritten after drain returned");
                        }
                        // Three rounds of each kind at least, then more while an eighth of
                        // the check's time allows (16 at most): on a loaded machine the
@@ -515,6 +522,7 @@ void add_lifetime_checks(std::vector<Check> &out)
                        expect(res == KVBLOB_ROW_NOT_READY, "R-ROW-2",
                               std::string("probe of a key being written is ") + kvblob_row_result_name(res));
                        c.stage(d, "release_staged", "R-ROW-2");
+                       c.require_absent_not_ready(d, "the foreign writer left nothing behind", OpKind::probe);
                        res = c.run_one(d, OpKind::probe, k);
                        expect(res != KVBLOB_ROW_READY && res != KVBLOB_ROW_NOT_READY, "R-ROW-2",
                               std::string("after the foreign writer let go, probe of its key is ") +
@@ -566,12 +574,20 @@ void add_lifetime_checks(std::vector<Check> &out)
                        GuardedBuffer buf(512);
                        auto r = c.reg(d, buf);
                        auto k = c.key("rm");
+                       c.require_absent_not_ready(d, "the removed key is gone", OpKind::probe);
                        c.run_one(d, OpKind::put, k, {make_span(r, 0, 512)});
-                       expect(c.run_one(d, OpKind::remove, k) == KVBLOB_ROW_READY, "R-RMV-1", "remove not READY");
-                       expect(c.run_one(d, OpKind::probe, k) == KVBLOB_ROW_MISS, "R-RMV-1",
-                              "probe after remove is not MISS");
-                       expect(c.run_one(d, OpKind::remove, k) == KVBLOB_ROW_MISS, "R-RMV-1",
-                              "removing an absent key is not MISS");
+                       auto res = c.run_one(d, OpKind::remove, k);
+                       expect(res == KVBLOB_ROW_READY, "R-RMV-1",
+                              std::string("remove of a stored key answered ") + kvblob_row_result_name(res) +
+                                  "; R-RMV-1 wants READY");
+                       res = c.run_one(d, OpKind::probe, k);
+                       expect(res == KVBLOB_ROW_MISS, "R-RMV-1",
+                              std::string("probe after a READY remove answered ") + kvblob_row_result_name(res) +
+                                  "; R-RMV-1 wants MISS");
+                       res = c.run_one(d, OpKind::remove, k);
+                       expect(res == KVBLOB_ROW_MISS, "R-RMV-1",
+                              std::string("remove of an absent key answered ") + kvblob_row_result_name(res) +
+                                  "; R-RMV-1 wants MISS");
                    }});
     out.push_back({"lifetime.answers-any-order", {"R-ACC-1"}, Level::must, 0, {"stage_held_get", "release_staged"},
                    "poll and access may be asked at any time, in either order, and each answers validly",

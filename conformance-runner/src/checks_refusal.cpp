@@ -85,6 +85,12 @@ void add_refusal_checks(std::vector<Check> &out)
                        const auto never = c.run_one(d, OpKind::get, c.key("never"), {make_span(rc, 0, n)});
                        const auto never_probed = d.has(KVBLOB_CAP_PROBE) ? c.run_one(d, OpKind::probe, c.key("never"))
                                                                          : KVBLOB_ROW_PENDING;
+                       // A get of a key never named that answers READY makes the
+                       // comparison below prove nothing.
+                       if (never == KVBLOB_ROW_READY)
+                           throw Blocked("data.miss.untouched",
+                                         "a get of a key never put answered READY, so this check cannot read a get "
+                                         "that is not READY as proof that a refused call stored nothing");
                        for (auto &r : refusals) {
                            kvblob_status st = KVBLOB_OK;
                            kvblob_op_t *op = c.submit(d, r.kind, r.batch, &st);
@@ -98,7 +104,9 @@ void add_refusal_checks(std::vector<Check> &out)
                                   r.what + " changed or removed a stored object (a get of it is " +
                                       kvblob_row_result_name(got) + ")");
                            got = c.run_one(d, OpKind::get, fresh, {make_span(rc, 0, n)});
-                           expect(got != KVBLOB_ROW_READY, "R-ADM-9", r.what + " stored a key it named");
+                           expect(got != KVBLOB_ROW_READY, "R-ADM-9",
+                                  r.what + " stored a key it named: a get of it answered READY; R-ADM-9 wants " +
+                                      kvblob_row_result_name(never) + ", as a key never named answers");
                            expect(got == never, "R-ADM-9",
                                   r.what + " left a key it named answering a get " + kvblob_row_result_name(got) +
                                       ", where a key never named answers " + kvblob_row_result_name(never));

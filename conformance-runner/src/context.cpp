@@ -259,6 +259,24 @@ kvblob_row_result Context::run_one(Driver &d, OpKind kind, const std::string &ke
     return run(d, kind, b).at(0).result;
 }
 
+void Context::require_absent_not_ready(Driver &d, const std::string &use, OpKind kind) const
+{
+    kvblob_row_result res;
+    if (kind == OpKind::get) {
+        GuardedBuffer buf(64);
+        auto r = reg(d, buf);
+        res = run_one(d, kind, key("never-put"), {make_span(r, 0, 64)});
+        // The buffer goes on return: its registration ends first.
+        expect(unreg(d, r) == KVBLOB_OK, "R-REG-1", "unregister of an idle region was refused");
+    } else {
+        res = run_one(d, kind, key("never-put"));
+    }
+    if (res != KVBLOB_ROW_READY) return;
+    throw Blocked(kind == OpKind::get ? "data.miss.untouched" : "data.absent-is-miss",
+                  std::string("a ") + to_string(kind) + " of a key never put answered READY, so this check cannot "
+                  "read a " + to_string(kind) + " that is not READY as proof that " + use);
+}
+
 std::string Context::message(Driver &d, kvblob_op_t *op, uint64_t row) const
 {
     char buf[512] = {0};

@@ -160,6 +160,16 @@ public:
     // The hint bytes the driver kept for op (hook echo_hint), at most 4 KiB.
     std::string echo_hint(Driver &d, kvblob_op_t *op) const;
 
+    // Evidence first. A check that reads a get (or probe) that is not READY
+    // as proof that nothing was stored asks here, before it judges, whether a
+    // get (probe) of a key never put is not READY on d. Where it is READY,
+    // that proof proves nothing: the check is Blocked by the check that
+    // judges absence (data.miss.untouched for get, data.absent-is-miss for
+    // probe), naming what the driver answered, instead of failing its own
+    // rule. use says what the check reads the answer as ("a refused put
+    // stored nothing").
+    void require_absent_not_ready(Driver &d, const std::string &use, OpKind kind = OpKind::get) const;
+
     // A line the report prints beside the check's status, whatever it is
     // (memory kept alive on purpose, say).
     void note(const std::string &line) { notes_ += (notes_.empty() ? "" : "; ") + line; }

@@ -37,6 +37,8 @@ const char *to_string(Status s)
     case Status::crash: return "CRASH";
     case Status::xfail: return "XFAIL";
     case Status::xpass: return "XPASS";
+    case Status::blocked: return "BLOCKED";
+    case Status::not_exercised: return "NOT_EXERCISED";
     }
     return "?";
 }
@@ -137,7 +139,7 @@ std::optional<Outcome> verdict_of(const std::vector<std::string> &records)
     for (const auto &record : records) {
         const auto nl = record.find('\n');
         const std::string word = record.substr(0, nl);
-        for (Status s : {Status::pass, Status::fail, Status::not_supported})
+        for (Status s : {Status::pass, Status::fail, Status::not_supported, Status::blocked, Status::not_exercised})
             if (word == to_string(s)) verdict = Outcome{s, nl == std::string::npos ? "" : record.substr(nl + 1)};
         if (!verdict && record.rfind("left ", 0) != 0) verdict = Outcome{Status::crash, "unreadable result: " + word};
     }

@@ -12,7 +12,7 @@
 
 namespace kvblob::conformance {
 
-enum class Status { pass, fail, not_supported, skipped, timeout, crash, xfail, xpass };
+enum class Status { pass, fail, not_supported, skipped, timeout, crash, xfail, xpass, blocked, not_exercised };
 const char *to_string(Status s);
 
 struct Outcome {

@@ -44,6 +44,7 @@ struct Expectation {
     std::string glob;
     Status status;
     std::string reason;
+    std::string where;  // FILE:LINE, named wherever the line decides an outcome
 };
 
 std::vector<Expectation> read_expectations(const std::string &path)
@@ -66,8 +67,9 @@ std::vector<Expectation> read_expectations(const std::string &path)
         else if (word == "NOT_SUPPORTED") s = Status::not_supported;
         else if (word == "CRASH") s = Status::crash;
         else if (word == "TIMEOUT") s = Status::timeout;
+        else if (word == "BLOCKED") s = Status::blocked;
         else throw CLI::ValidationError("--expectations", path + ":" + std::to_string(n) + ": unknown status '" + word + "'");
-        out.push_back({glob, s, reason});
+        out.push_back({glob, s, reason, path + ":" + std::to_string(n)});
     }
     return out;
 }
@@ -99,8 +101,8 @@ CLI::Option *add_flags(CLI::App &app, Settings &s)
     app.add_option("-d,--driver", s.driver, "Plugin path or driver name (e.g. memory)");
     app.add_option("--filter", s.filters, "Run only checks whose id matches a glob (repeatable)");
     app.add_option("--exclude", s.excludes, "Skip checks whose id matches a glob (repeatable)");
-    app.add_flag("--list", s.list, "List the checks and exit");
-    app.add_option("--timeout", s.timeout, "Seconds per check before it is TIMEOUT")
+    app.add_flag("--list", s.list, "List the checks (id, rules, level, what they need, what they do) and exit");
+    app.add_option("--timeout", s.timeout, "Seconds per check before it is TIMEOUT (default 60)")
         ->transform(cli::Count(static_cast<uint64_t>(cli::max_seconds)));
     app.add_option("--run-timeout", s.run_timeout,
                    "Seconds for the whole run, the probe included (default 1800): the check in progress is then killed "
@@ -111,11 +113,15 @@ CLI::Option *add_flags(CLI::App &app, Settings &s)
                    "after them are not run (exit 1; default 3, 0 never)")
         ->transform(cli::Count(1000000, true));
     app.add_flag("--no-isolation", s.no_isolation, "Run checks in this process (for a debugger)");
-    app.add_option("--seed", s.seed, "Seed of the run's key prefix");
-    app.add_option("--repeat", s.repeat, "Run each check N times (races)")->transform(cli::Count(1000000));
+    app.add_option("--seed", s.seed, "Seed of the run's key prefix (default 20261130)");
+    app.add_option("--repeat", s.repeat, "Run each check N times (races; default 1)")->transform(cli::Count(1000000));
     app.add_option("--junit", s.junit_path, "Write a JUnit XML report to FILE");
     app.add_option("--expectations", s.expectations_path, "Lines 'GLOB STATUS REASON': expected failures (XFAIL)");
-    app.add_flag("--strict", s.strict, "NOT_SUPPORTED fails a MUST check");
+    app.add_flag("--strict", s.strict,
+                 "Judge the driver whole: every check its declared capabilities, limits and hooks make applicable "
+                 "must run and pass, so an expected failure (XFAIL) fails, and so does a check left out by --filter "
+                 "or --exclude. NOT_SUPPORTED (not applicable to the driver) and NOT_EXERCISED (what this runner's "
+                 "build or machine cannot exercise, e.g. device checks without CUDA) never fail");
     // Hidden: the runner's own modes.
     app.add_flag("--child-probe", s.child_probe)->group("");
     app.add_option("--child-check", s.child_check)->group("");
@@ -139,8 +145,15 @@ int list_checks(const std::vector<Check> &checks, bool json)
                       << ",\"needs\":{\"capabilities\":" << json_string_array(capability_names(c.needs_caps))
                       << ",\"hooks\":" << json_string_array(c.needs_hooks) << "},\"description\":"
                       << json_quote(c.description) << "}\n";
-        else
-            std::cout << c.id << "  [" << c.rules.front() << "]  " << c.description << "\n";
+        else {
+            // Every rule, the level and the needs, as --json gives them.
+            std::string rules, needs;
+            for (const auto &r : c.rules) rules += (rules.empty() ? "" : " ") + r;
+            for (const auto &cap : capability_names(c.needs_caps)) needs += (needs.empty() ? "" : ", ") + cap;
+            for (const auto &h : c.needs_hooks) needs += (needs.empty() ? "hook " : ", hook ") + h;
+            std::cout << c.id << "  [" << rules << "]  " << (c.level == Level::must ? "MUST" : "SHOULD") << "  "
+                      << (needs.empty() ? "" : "needs " + needs + "  ") << c.description << "\n";
+        }
     }
     return 0;
 }
@@ -274,10 +287,12 @@ std::string rerun_prefix_of(const char *argv0, const Settings &s, const Options 
 class BatteryRun {
 public:
     BatteryRun(const Settings &s, const Options &options, const std::vector<Expectation> &expectations,
-               const std::vector<std::string> &self_args, const std::string &prefix, Plugin *plugin)
+               const std::vector<std::string> &self_args, const std::string &prefix, const std::string &rerun_prefix,
+               Plugin *plugin)
         : s_(s), options_(options), expectations_(expectations), self_args_(self_args), prefix_(prefix),
-          plugin_(plugin)
+          rerun_prefix_(rerun_prefix), plugin_(plugin)
     {
+        tally.strict = s.strict;
     }
 
     // Runs (or skips) check index, repetition rep, and accounts for it.
@@ -287,6 +302,7 @@ public:
         bool ran = false;
         if ((!s_.filters.empty() && !matches_any(s_.filters, c.id)) || matches_any(s_.excludes, c.id)) {
             o = {Status::skipped, "filtered out"};
+            ++tally.unselected;
         } else if (auto missing = missing_need(c, offer); !missing.empty()) {
             o = {Status::not_supported, missing};
         } else if (tally.stopped = why_stopped(); !tally.stopped.empty()) {
@@ -295,11 +311,18 @@ public:
         } else {
             o = run(c, index, rep);
             // A check that answered NOT_SUPPORTED certifies nothing either.
-            ran = o.status != Status::skipped && o.status != Status::not_supported;
+            ran = o.status != Status::skipped && o.status != Status::not_supported &&
+                  o.status != Status::not_exercised;
             account(o);
         }
-        if (o.status != Status::skipped) judge(c, o);
-        return Row{&c, o, ran};
+        if (o.status != Status::skipped) judge(o, c);
+        Row row{&c, o, ran, {}};
+        // The command that reruns this check alone, where its outcome calls
+        // for a look: in the text, JSON and JUnit reports.
+        if (o.status == Status::fail || o.status == Status::crash || o.status == Status::timeout ||
+            o.status == Status::blocked || o.status == Status::xpass)
+            row.rerun = rerun_prefix_ + " --filter '" + c.id + "'";
+        return row;
     }
 
     Tally tally;
@@ -342,15 +365,25 @@ private:
                             " checks in a row were TIMEOUT (--give-up-after " + std::to_string(s_.give_up_after) + ")";
     }
 
-    // Expected failures (XFAIL, XPASS) and --strict.
-    void judge(const Check &c, Outcome &o) const
+    // Expected failures (XFAIL, XPASS), each naming the expectations line
+    // that decided it; under --strict a waiver does not stand.
+    void judge(Outcome &o, const Check &c) const
     {
         for (const auto &e : expectations_)
             if (fnmatch(e.glob.c_str(), c.id.c_str(), 0) == 0) {
-                if (o.status == e.status) o = {Status::xfail, e.reason};
-                else if (o.status == Status::pass) o = {Status::xpass, "expected " + std::string(to_string(e.status))};
+                const std::string expected =
+                    std::string(to_string(e.status)) + " by " + e.where + (e.reason.empty() ? "" : " (" + e.reason + ")");
+                if (o.status == e.status && s_.strict)
+                    o.message += "; expected " + expected + ", and --strict accepts no waiver";
+                else if (o.status == e.status)
+                    o.message = "expected " + expected + (o.message.empty() ? "" : ": " + o.message),
+                    o.status = Status::xfail;
+                else if (o.status == Status::pass)
+                    o = {Status::xpass,
+                         "passed, but " + e.where + " expects " + to_string(e.status) +
+                             (e.reason.empty() ? "" : " (" + e.reason + ")") + ": the driver is fixed, remove that line",
+                         o.left};
             }
-        if (s_.strict && o.status == Status::not_supported && c.level == Level::must) o.status = Status::fail;
     }
 
     const Settings &s_;
@@ -358,6 +391,7 @@ private:
     const std::vector<Expectation> &expectations_;
     const std::vector<std::string> &self_args_;
     const std::string &prefix_;
+    const std::string &rerun_prefix_;
     Plugin *plugin_;
     unsigned timeouts_in_a_row_ = 0;
 };
@@ -393,13 +427,13 @@ int run_battery(char **argv, const Settings &s, const Options &options, const st
     const std::string rerun_prefix = rerun_prefix_of(argv[0], s, shown_options);
 
     std::vector<Row> rows;
-    BatteryRun run(s, options, expectations, self_args, prefix, plugin);
+    BatteryRun run(s, options, expectations, self_args, prefix, rerun_prefix, plugin);
     Tally &tally = run.tally;
     for (size_t index = 0; index < checks.size(); ++index)
         for (unsigned rep = 0; rep < s.repeat; ++rep) {
             const Row row = run.row(checks[index], index, rep, probe.offer);
             tally.add(row);
-            print_row(std::cout, row, rerun_prefix);
+            print_row(std::cout, row);
             if (json_out.is_open()) json_row(json_out, row);
             rows.push_back(row);
         }

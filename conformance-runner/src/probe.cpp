@@ -172,6 +172,10 @@ Outcome CheckRun::body()
         return {Status::fail, std::string("unexpected error: ") + e.what()};
     } catch (const CheckFailure &f) {
         return {Status::fail, f.what()};
+    } catch (const Blocked &b) {
+        return {Status::blocked, b.what()};
+    } catch (const RunnerCannot &n) {
+        return {Status::not_exercised, n.what()};
     } catch (const NotSupported &n) {
         return {Status::not_supported, n.what()};
     } catch (const std::exception &e) {

@@ -17,11 +17,23 @@ struct Row {
     const Check *check;
     Outcome outcome;
     bool ran = false;  // the check's body was run (not filtered out, not unsupported, not cut off)
+    std::string rerun;  // the command that reruns the check alone; empty where none is called for
 };
 
 // Counts of a run; every row counts in exactly one of them.
 struct Tally {
     int passed = 0, failed = 0, skipped = 0, unsupported = 0, xfail = 0, xpass = 0;
+    // Checks that could not judge their rule: a behaviour they read as
+    // evidence is broken (Blocked). They certify nothing, so the run is not
+    // conformant while any is.
+    int blocked = 0;
+    // Checks this runner could not exercise (its build, its machine): never
+    // the driver's doing, so they count apart and fail nothing.
+    int not_exercised = 0;
+    // --strict: the run judges the driver whole. A waived failure (XFAIL)
+    // fails, and so does an applicable check left out by --filter/--exclude.
+    bool strict = false;
+    int unselected = 0;  // checks skipped by --filter/--exclude
     std::vector<std::string> waived;  // MUST checks that failed as expected (XFAIL)
     int ran = 0;  // rows whose check was run: a run of none certifies nothing
     // Why the run ended before every check ran (a stop request, the run's
@@ -35,7 +47,10 @@ struct Tally {
     std::vector<std::string> left_by, left_unknown;
 
     void add(const Row &row);
-    bool conformant() const { return failed == 0 && xpass == 0 && !incomplete && ran > 0; }
+    bool conformant() const
+    {
+        return failed == 0 && xpass == 0 && blocked == 0 && !incomplete && ran > 0 && !(strict && unselected > 0);
+    }
     // "CONFORMANT", "NOT CONFORMANT", "NO CHECK RAN" (a selection that runs
     // nothing, or a driver that supports nothing, certifies nothing), or
     // "CONFORMANT EXCEPT WAIVED MUST CHECKS: a, b" (CI may stay green on
@@ -64,7 +79,7 @@ void json_summary(std::ostream &out, const Tally &tally);
 void write_junit(std::ostream &out, const std::string &driver_name, const std::vector<Row> &rows, const Tally &tally);
 
 // One line per check that ran (and the command that reruns a failure).
-void print_row(std::ostream &out, const Row &row, const std::string &rerun_prefix);
+void print_row(std::ostream &out, const Row &row);
 // key_prefix: what every key of the run begins with (named when keys stayed).
 void print_summary(std::ostream &out, const Tally &tally, const std::string &key_prefix = {});
 

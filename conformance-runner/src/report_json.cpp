@@ -47,7 +47,8 @@ void json_row(std::ostream &out, const Row &row)
 {
     out << "{\"id\":" << json_quote(row.check->id) << ",\"rules\":" << json_string_array(row.check->rules)
         << ",\"status\":" << json_quote(to_string(row.outcome.status)) << ",\"message\":"
-        << json_quote(row.outcome.message) << ",\"left\":" << left_json(row.outcome.left) << "}\n"
+        << json_quote(row.outcome.message) << ",\"left\":" << left_json(row.outcome.left)
+        << ",\"rerun\":" << (row.rerun.empty() ? "null" : json_quote(row.rerun)) << "}\n"
         << std::flush;
 }
 
@@ -58,7 +59,8 @@ void json_summary(std::ostream &out, const Tally &t)
         << ",\"stopped\":" << (t.stopped.empty() ? "null" : json_quote(t.stopped)) << ",\"ran\":" << t.ran
         << ",\"not_run\":" << t.not_run
         << ",\"passed\":" << t.passed << ",\"failed\":" << t.failed << ",\"skipped\":" << t.skipped
-        << ",\"not_supported\":" << t.unsupported << ",\"xfail\":" << t.xfail << ",\"xpass\":" << t.xpass
+        << ",\"not_supported\":" << t.unsupported << ",\"xfail\":" << t.xfail << ",\"xpass\":" << t.xpass << ",\"blocked\":" << t.blocked << ",\"not_exercised\":" << t.not_exercised
+        << ",\"strict\":" << (t.strict ? "true" : "false") << ",\"unselected\":" << t.unselected
         << ",\"waived\":" << json_string_array(t.waived) << ",\"left\":{\"keys\":" << t.left_keys
         << ",\"bytes\":" << t.left_bytes << ",\"by\":" << json_string_array(t.left_by)
         << ",\"unknown\":" << json_string_array(t.left_unknown) << "}}}\n"

@@ -16,6 +16,8 @@ void Tally::add(const Row &row)
         if (row.check->level == Level::must) waived.push_back(row.check->id);
         break;
     case Status::xpass: ++xpass; break;
+    case Status::blocked: ++blocked; break;
+    case Status::not_exercised: ++not_exercised; break;
     default: ++failed; break;
     }
     const Leftover &left = row.outcome.left;
@@ -27,7 +29,7 @@ void Tally::add(const Row &row)
 
 std::string Tally::verdict() const
 {
-    if (failed == 0 && xpass == 0 && !incomplete && ran == 0) return "NO CHECK RAN";
+    if (failed == 0 && xpass == 0 && blocked == 0 && !incomplete && ran == 0) return "NO CHECK RAN";
     if (!conformant()) return "NOT CONFORMANT";
     if (waived.empty()) return "CONFORMANT";
     std::string out = "CONFORMANT EXCEPT WAIVED MUST CHECKS:";
@@ -38,7 +40,7 @@ std::string Tally::verdict() const
 std::string limit_text(uint64_t v) { return v == KVBLOB_NO_LIMIT ? "none" : std::to_string(v); }
 std::string limit_json(uint64_t v) { return v == KVBLOB_NO_LIMIT ? "null" : std::to_string(v); }
 
-void print_row(std::ostream &out, const Row &row, const std::string &rerun_prefix)
+void print_row(std::ostream &out, const Row &row)
 {
     const Outcome &o = row.outcome;
     if (o.status == Status::skipped) return;
@@ -46,8 +48,7 @@ void print_row(std::ostream &out, const Row &row, const std::string &rerun_prefi
     if (!o.message.empty()) out << ": " << o.message;
     out << "\n";
     if (o.left.any()) out << "    left behind: " << to_text(o.left) << "\n";
-    if (o.status == Status::fail || o.status == Status::crash || o.status == Status::timeout)
-        out << "    rerun: " << rerun_prefix << " --filter '" << row.check->id << "'\n";
+    if (!row.rerun.empty()) out << "    rerun: " << row.rerun << "\n";
     out << std::flush;
 }
 
@@ -66,8 +67,11 @@ void print_summary(std::ostream &out, const Tally &t, const std::string &key_pre
         out << "; every key of this run begins with '" << key_prefix << "'";
     out << "\n";
     out << t.passed << " passed, " << t.failed << " failed, " << t.skipped << " skipped, " << t.unsupported
-        << " not supported, " << t.xfail << " xfail, " << t.xpass << " xpass\n"
+        << " not supported, " << t.not_exercised << " not exercised by this runner, " << t.xfail << " xfail, " << t.xpass << " xpass, " << t.blocked << " blocked\n"
         << t.verdict() << "\n";
+    if (t.strict && t.unselected > 0)
+        out << "--strict: " << t.unselected << (t.unselected == 1 ? " check was" : " checks were")
+            << " left out by --filter/--exclude; a strict run judges every applicable check\n";
     if (t.incomplete)
         out << "run incomplete: " << (t.stopped.empty() ? "interrupted before every check ran" : t.stopped) << "; "
             << t.not_run << (t.not_run == 1 ? " check" : " checks") << " not run\n";

@@ -165,10 +165,12 @@ int main(int argc, char **argv)
             std::cerr << "kvblob-engine: a request is shorter than one block\n";
             return 2;
         }
+        // Opened before the banner: a driver that refuses an option is refused
+        // before the engine says it runs.
+        Instance publisher(plugin, config, pages, block_bytes), fetcher(plugin, config, pages, block_bytes);
         std::cout << "kvblob-engine: driver " << plugin.name() << " " << plugin.version() << " from " << config_path
                   << "; " << requests << " requests of " << pages << " blocks of " << block_bytes << " bytes, named by "
                   << kvblob::to_string(block_hash) << "\n";
-        Instance publisher(plugin, config, pages, block_bytes), fetcher(plugin, config, pages, block_bytes);
 
         // The publisher served every other request earlier: it computes their
         // blocks and publishes them (a block already stored stays as it is).

@@ -55,11 +55,98 @@ TEST_CASE("--json writes a header naming the driver by SHA-256, then one line pe
     std::filesystem::remove(junit);
 }
 
-TEST_CASE("--strict makes NOT_SUPPORTED fail a MUST check")
+// The conformant template passes --strict on this runner:
+// conformance_minimal_driver runs it so (tests/CMakeLists.txt).
+TEST_CASE("--strict judges the driver whole: a waiver or a check left out fails it, a check not applicable does not")
 {
-    auto r = runner("--driver memory --filter admission.hint-gated --strict");
+    // Not applicable (memory declares hints): passes under --strict, when nothing is left out.
+    auto hinted = runner("--driver memory --filter admission.hint-gated --filter data.miss.untouched --strict");
+    CHECK(hinted.output.find("[NOT_SUPPORTED] admission.hint-gated: the driver declares hints") != std::string::npos);
+    CHECK(hinted.exit_code == 1);  // ... but the other checks were left out by --filter
+    CHECK(hinted.output.find("\n--strict: ") != std::string::npos);
+    CHECK(hinted.output.find(" left out by --filter/--exclude; a strict run judges every applicable check\n") !=
+          std::string::npos);
+    CHECK(runner("--driver memory --filter admission.hint-gated --filter data.miss.untouched").exit_code == 0);
+    // A waived failure stands under --strict, and says which line waived it.
+    const auto file = temp_path("strict-waiver.txt");
+    {
+        std::ofstream out(file);
+        out << "data.round-trip.one-row FAIL the fixture stores nothing\n";
+    }
+    const std::string fixture = "--driver " KVBLOB_FIXTURE_DIR "/libkvblob_fixture_good.so --filter data.round-trip.one-row "
+                                "--expectations " + file;
+    CHECK(runner(fixture).exit_code == 0);
+    auto strict = runner(fixture + " --strict");
+    CHECK(strict.exit_code == 1);
+    CHECK(strict.output.find("[FAIL] data.round-trip.one-row: [R-") != std::string::npos);
+    CHECK(strict.output.find("; expected FAIL by " + file + ":1 (the fixture stores nothing), and --strict accepts no "
+                             "waiver\n") != std::string::npos);
+    std::filesystem::remove(file);
+}
+
+TEST_CASE("what this runner cannot exercise is NOT_EXERCISED, counted apart, and never the driver's failure")
+{
+    // The spy declares device_memory on request; a runner without CUDA or a
+    // device cannot exercise the device checks.
+    auto r = runner("--driver " KVBLOB_FIXTURE_DIR "/libkvblob_spy.so --option caps=device_memory --filter 'device.*'");
+    if (r.output.find("no CUDA device") == std::string::npos) {
+        MESSAGE("this runner has a CUDA device: the device checks ran");
+        return;
+    }
+    for (const char *id : {"device.round-trip", "device.miss.untouched", "device.guard-canaries"})
+        CHECK(r.output.find(std::string("[NOT_EXERCISED] ") + id + ": no CUDA device") != std::string::npos);
+    CHECK(r.output.find("the runner's limit, not the driver's") != std::string::npos);
+    CHECK(r.output.find("0 passed, 0 failed, ") != std::string::npos);
+    CHECK(r.output.find(" 0 not supported, 3 not exercised by this runner, 0 xfail, 0 xpass, 0 blocked\n") !=
+          std::string::npos);
+    // Nothing the driver did was judged: the run certifies nothing, and blames nothing.
+    CHECK(r.output.find("\nNO CHECK RAN\n") != std::string::npos);
+    CHECK(r.exit_code == 5);
+}
+
+TEST_CASE("an XPASS names the expectations line and prints its rerun, and JSON and JUnit carry the rerun and the first line")
+{
+    const auto file = temp_path("xpass.txt"), json = temp_path("xpass.json"), junit = temp_path("xpass.xml");
+    {
+        std::ofstream out(file);
+        out << "# waivers\ndata.round-trip.one-row FAIL a bug we track\nadmission.hint-gated NOT_SUPPORTED memory "
+               "declares hints\n";
+    }
+    auto r = runner("--driver memory --filter data.round-trip.one-row --filter admission.hint-gated --expectations " +
+                    file + " --json " + json + " --junit " + junit);
     CHECK(r.exit_code == 1);
-    CHECK(r.output.find("NOT CONFORMANT") != std::string::npos);
+    CHECK(r.output.find("[XPASS] data.round-trip.one-row: passed, but " + file +
+                        ":2 expects FAIL (a bug we track): the driver is fixed, remove that line\n    rerun: ") !=
+          std::string::npos);
+    CHECK(r.output.find("--filter 'data.round-trip.one-row'\n") != std::string::npos);
+    CHECK(r.output.find("[XFAIL] admission.hint-gated: expected NOT_SUPPORTED by " + file +
+                        ":3 (memory declares hints): the driver declares hints") != std::string::npos);
+    const auto report = slurp(json);
+    CHECK(std::regex_search(report, std::regex("\"id\":\"data.round-trip.one-row\".*\"status\":\"XPASS\".*"
+                                               "\"rerun\":\"[^\"]*--filter 'data.round-trip.one-row'\"")));
+    CHECK(std::regex_search(report, std::regex("\"id\":\"admission.hint-gated\".*\"rerun\":null")));
+    const auto xml = slurp(junit);
+    // CI shows the message: the failure's first line, not a bare status.
+    CHECK(xml.find("name=\"data.round-trip.one-row\"><failure message=\"XPASS: passed, but " + file + ":2 expects FAIL") !=
+          std::string::npos);
+    CHECK(xml.find("\nrerun: ") != std::string::npos);
+    // An XFAIL'd NOT_SUPPORTED is no passed test case.
+    CHECK(xml.find("name=\"admission.hint-gated\"><skipped message=\"XFAIL: expected NOT_SUPPORTED by ") !=
+          std::string::npos);
+    for (const auto &f : {file, json, junit}) std::filesystem::remove(f);
+}
+
+TEST_CASE("a JUnit failure's message is its first line, with the rule, and its body ends with the rerun command")
+{
+    const auto junit = temp_path("fail.xml");
+    auto r = runner("--driver " KVBLOB_FIXTURE_DIR "/libkvblob_fixture_good.so --filter data.round-trip.one-row "
+                    "--junit " + junit);
+    CHECK(r.exit_code == 1);
+    const auto xml = slurp(junit);
+    CHECK(xml.find("<failure message=\"FAIL: [R-") != std::string::npos);
+    CHECK(xml.find("<failure message=\"FAIL\"") == std::string::npos);
+    CHECK(std::regex_search(xml, std::regex("\nrerun: [^<]*--filter 'data.round-trip.one-row'</failure>")));
+    std::filesystem::remove(junit);
 }
 
 TEST_CASE("--expectations: a known failure is XFAIL, and an expected failure that passes is XPASS and fails the run")
@@ -73,7 +160,8 @@ TEST_CASE("--expectations: a known failure is XFAIL, and an expected failure tha
     // With a check that runs: a run of nothing but a waived check certifies nothing (NO CHECK RAN).
     auto xfail = runner("--driver memory --filter admission.hint-gated --filter data.miss.untouched --expectations " + file);
     CHECK(xfail.exit_code == 0);
-    CHECK(xfail.output.find("[XFAIL] admission.hint-gated: memory declares hints") != std::string::npos);
+    CHECK(xfail.output.find("[XFAIL] admission.hint-gated: expected NOT_SUPPORTED by " + file +
+                            ":2 (memory declares hints)") != std::string::npos);
     auto xpass = runner("--driver memory --filter data.round-trip.one-row --expectations " + file);
     CHECK(xpass.exit_code == 1);
     CHECK(xpass.output.find("[XPASS] data.round-trip.one-row") != std::string::npos);
@@ -143,7 +231,7 @@ TEST_CASE("an XFAIL of a MUST check is named in the verdict and XPASS counts onc
     auto xpass = runner("--driver memory --filter data.round-trip.one-row --expectations " + file + " --json " + json);
     CHECK(xpass.exit_code == 1);
     CHECK(xpass.output.find("0 passed, 0 failed, ") != std::string::npos);
-    CHECK(xpass.output.find(", 0 xfail, 1 xpass\nNOT CONFORMANT\n") != std::string::npos);
+    CHECK(xpass.output.find(", 0 xfail, 1 xpass, 0 blocked\nNOT CONFORMANT\n") != std::string::npos);
     const auto xreport = slurp(json);
     CHECK(xreport.find("\"verdict\":\"NOT CONFORMANT\",\"conformant\":false") != std::string::npos);
     std::filesystem::remove(file);
@@ -177,4 +265,25 @@ TEST_CASE("secret option values appear in no report or rerun line or JUnit file"
     CHECK(slurp(json).find("greeting=<redacted>") != std::string::npos);
     std::filesystem::remove(json);
     std::filesystem::remove(junit);
+}
+
+TEST_CASE("--list in text shows each check's every rule, its level and what it needs, as --json does")
+{
+    auto r = runner("--list");
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("\ndata.miss.untouched  [R-ROW-3 R-ROW-4 R-ROW-6]  MUST  a get of an absent key") !=
+          std::string::npos);
+    CHECK(r.output.find("\ndata.round-trip.multi-span  [R-ROW-1 R-ADM-5]  MUST  needs multi_span  ") !=
+          std::string::npos);
+    CHECK(r.output.find("\nadmission.during-drain  [R-ADM-2]  MUST  needs hook stage_held_get, hook release_staged  ") !=
+          std::string::npos);
+}
+
+TEST_CASE("--help shows the defaults that matter: the per-check timeout, the run's time, the seed")
+{
+    auto r = runner("--help");
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("Seconds per check before it is TIMEOUT (default 60)") != std::string::npos);
+    CHECK(r.output.find("(default 1800)") != std::string::npos);
+    CHECK(r.output.find("(default 20261130)") != std::string::npos);
 }

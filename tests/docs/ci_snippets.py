@@ -16,6 +16,15 @@ arguments, and DESTDIR sends the install into the scratch folder. Then the
 GitHub snippet's Conformance step, with and without an expectations file.
 Each run must leave a JUnit report.
 
+Then the rest of the guide, literally, on what that run installed and built
+(so a guide line that stops being true fails here): the programs the
+runner-only build installs are the ones section 5 names; every command of
+the sh blocks of sections 1, 2 and 4 runs in the vendor's build folder as
+written (a command that runs the whole battery gets --filter appended: the
+GitLab script above already ran the whole battery on this driver), with
+section 4's expectations file as written; section 3's sample summary has the
+runner's format and adds up to the number of checks --list gives.
+
 Usage: ci_snippets.py SOURCE_DIR [--run [--scratch DIR]]   (exit 77: cannot run here)
 With --scratch, the run happens in DIR (emptied first, removed after), so a
 compiler cache (ccache, when installed, through CMake's
@@ -43,6 +52,13 @@ def fail(what):
 def ci_section():
     text = open(os.path.join(source, "docs/vendor-guide.md")).read()
     start = text.index("## 5. In CI")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else len(text)]
+
+
+def guide_section(number):
+    text = open(os.path.join(source, "docs/vendor-guide.md")).read()
+    start = text.index(f"## {number}. ")
     end = text.find("\n## ", start + 1)
     return text[start:end if end > 0 else len(text)]
 
@@ -111,6 +127,79 @@ def check_commands(where, commands):
         fail(f"{where}: writes no JUnit report")
 
 
+def follow_the_guide(vendor, prefix, env):
+    """Sections 1 to 5 of the guide, as written, on the installed runner and
+    the template built as mystore (see the module's text)."""
+    build = os.path.join(vendor, "build")
+    # Section 5: what the runner-only build installs.
+    m = re.search(r"`-DKVBLOB_RUNNER_ONLY=ON` builds (.*?) only", guide_section(5), re.S)
+    named = set(re.findall(r"`(kvblob-[a-z-]+)`", m.group(1))) if m else set()
+    installed = set(os.listdir(os.path.join(prefix, "bin"))) if os.path.isdir(os.path.join(prefix, "bin")) else set()
+    if not named or named != installed:
+        fail(f"section 5 says the runner-only build installs {sorted(named)}; it installed {sorted(installed)}")
+
+    def run_line(line, what):
+        r = subprocess.run(["bash", "-c", line], cwd=build, env=env, capture_output=True, text=True)
+        print(f"--- {what}: {line}\nexit {r.returncode}\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
+        return r
+
+    def commands(number):
+        for block in re.findall(r"```sh\n(.*?)```", guide_section(number), re.S):
+            for line in block.split("\n"):
+                line = re.sub(r"\s+#.*$", "", line).strip()
+                if line:
+                    yield line
+
+    # Sections 1 and 2: kvblob-info and the battery, each as written.
+    summary, checks = None, None
+    for number in (1, 2):
+        for line in commands(number):
+            whole_battery = line.startswith("kvblob-conformance --driver") and "--filter" not in line
+            r = run_line(line + (" --filter data.round-trip.one-row" if whole_battery else ""), f"section {number}")
+            if r.returncode != 0:
+                fail(f"section {number}: `{line}` exits {r.returncode}")
+            if "--list" in line:
+                rows = [l for l in r.stdout.split("\n") if l]
+                if not rows or not all(re.match(r"\S+  \[R-[A-Z]+-\d+( R-[A-Z]+-\d+)*\]  (MUST|SHOULD)  ", l) for l in rows):
+                    fail("section 2: --list does not show each check's rules and level")
+                if not any("  needs hook " in l for l in rows) or not any("  needs multi_span" in l for l in rows):
+                    fail("section 2: --list does not show what the checks need")
+                checks = len(rows)
+            summary = re.search(r"^\d+ passed, .*$", r.stdout, re.M) or summary
+    # Section 3: the sample summary has the runner's format and the real count.
+    sample = re.search(r"^(\d+) passed, .*$", guide_section(3), re.M)
+    if not sample or not summary:
+        fail("section 3 shows no sample summary line, or the runs above printed none")
+    else:
+        shape = lambda text: re.sub(r"\d+", "N", text)
+        if shape(sample.group(0)) != shape(summary.group(0)):
+            fail(f"section 3's sample `{sample.group(0)}` is not the runner's summary `{summary.group(0)}`")
+        counted = sum(int(n) for n in re.findall(r"(\d+) ", sample.group(0)))
+        if counted != checks:
+            fail(f"section 3's sample counts {counted} checks; --list gives {checks}")
+    # Section 4: the expectations file as written, and its command.
+    section = guide_section(4)
+    example = re.search(r"```\n(# glob.*?)```", section, re.S)
+    if not example:
+        fail("section 4 shows no expectations file")
+        return
+    path = os.path.join(build, "conformance-expectations.txt")
+    open(path, "w").write(example.group(1))
+    for line in commands(4):
+        globs = [l.split()[0] for l in example.group(1).split("\n") if l.strip() and not l.startswith("#")]
+        r = run_line(line + "".join(f" --filter '{g}'" for g in globs), "section 4")
+        # The template passes data.wrong-size.fault: the file's FAIL line is
+        # stale, which the guide says is XPASS, naming the line, and fails the run.
+        if r.returncode != 1 or not re.search(
+                r"^\[XPASS\] data\.wrong-size\.fault: passed, but conformance-expectations\.txt:2 expects FAIL .*\n"
+                r"    rerun: ", r.stdout, re.M):
+            fail("section 4: a stale FAIL line is not an XPASS naming conformance-expectations.txt:2 with its rerun")
+        if not re.search(r"^\[XFAIL\] scenario\.\S+: expected NOT_SUPPORTED by conformance-expectations\.txt:3 ",
+                         r.stdout, re.M):
+            fail("section 4: the NOT_SUPPORTED line does not make the scenario checks XFAIL")
+    os.remove(path)
+
+
 blocks = yaml_blocks(ci_section())
 if len(blocks) != 2:
     fail(f"expected 2 yaml snippets (GitHub Actions, GitLab CI), found {len(blocks)}")
@@ -175,6 +264,8 @@ try:
         fail("the GitLab CI script leaves no JUnit report")
     apt_log = os.path.join(scratch, "apt-get.log")
     print("apt-get was asked: " + (open(apt_log).read().strip() if os.path.exists(apt_log) else "nothing"))
+
+    follow_the_guide(vendor, prefix, env)
 
     step = github.get("Conformance", "")
     for expectations in (None, "scenario.* NOT_SUPPORTED no staging hooks in this driver\n"):

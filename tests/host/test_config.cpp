@@ -183,3 +183,22 @@ TEST_CASE("an option value the driver refuses is reported at its line in the fil
         CHECK(std::string(e.what()).find("unknown option 'wrokers'") != std::string::npos);
     }
 }
+
+TEST_CASE("a float option reaches the driver as Python's open() gives it, and one that is not finite is refused")
+{
+    ConfigFile f(R"([driver]
+name = "memory"
+
+[driver.options]
+max_rows = 16.0
+ratio = 2.5
+small = 1e-7
+)");
+    auto c = kvblob::read_driver_config(f.path);
+    REQUIRE(c.options.size() == 3);
+    CHECK(c.options[0].second == "16");    // as Python: an integral float as an integer
+    CHECK(c.options[1].second == "2.5");   // repr(2.5)
+    CHECK(c.options[2].second == "1e-07"); // repr(1e-7)
+    const auto e = config_error("[driver]\nname = \"memory\"\n[driver.options]\nratio = nan\n");
+    CHECK_MESSAGE(std::string(e.what()).find("option 'ratio' is not a finite number") != std::string::npos, e.what());
+}

@@ -126,6 +126,8 @@ TEST_CASE("kvblob-info refuses a world-writable bare name from LD_LIBRARY_PATH, 
     auto plain = run_command(env + KVBLOB_INFO_BIN " libevil.so");
     CHECK(plain.exit_code == 3);
     CHECK_MESSAGE(plain.output.find("[R-LOAD-10] the file") != std::string::npos, plain.output);
+    // The refusal names the flag a command-line user allows it with, not the config key.
+    CHECK_MESSAGE(plain.output.find("(--allow-untrusted-plugin to load it anyway)") != std::string::npos, plain.output);
 }
 
 TEST_CASE("a folder others may write is refused unless sticky (R-LOAD-10)")

@@ -53,6 +53,7 @@ TEST_CASE("a world-writable plugin file is refused before it is opened, unless a
     CHECK(e.stage() == kvblob::LoadStage::open);
     CHECK(e.rule() == "R-LOAD-10");
     CHECK(std::string(e.what()).find("world-writable") != std::string::npos);
+    CHECK(std::string(e.what()).find("(allow_untrusted_file to load it anyway)") != std::string::npos);
     kvblob::LoadOptions allow;
     allow.allow_untrusted_file = true;
     CHECK_NOTHROW(kvblob::Plugin::load(copy.path.string(), allow));

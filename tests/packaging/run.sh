@@ -46,12 +46,25 @@ if command -v help2man >/dev/null; then
     contents "$(deb kvblob-tools)" | grep -q "/usr/share/man/man1/$tool.1.gz" || fail "no manual page for $tool"
   done
 fi
+# Each package says what may be done with it, in Debian's place; the project
+# has chosen no licence yet, and the file says so rather than name one.
+for p in libkvblob-host0 kvblob-dev kvblob-tools kvblob-drivers python3-kvblob; do
+  [ -n "$(deb $p)" ] || continue
+  contents "$(deb $p)" | grep -qx "./usr/share/doc/$p/copyright" || fail "no /usr/share/doc/$p/copyright in $p"
+done
+# The README's list of kvblob-tools' programs is the package's.
+readme_tools=$(tr '\n' ' ' < "$src/README.md" | grep -o '`kvblob-tools` ([^)]*' | sed 's/^[^(]*(//' | grep -o '`kvblob-[a-z-]*`' | tr -d '`' | sort | paste -sd' ')
+packaged_tools=$(contents "$(deb kvblob-tools)" | grep '/usr/bin/' | sed 's|.*/||' | sort | paste -sd' ')
+[ -n "$readme_tools" ] && [ "$readme_tools" = "$packaged_tools" ] ||
+  fail "README.md says kvblob-tools holds '$readme_tools'; it holds '$packaged_tools'"
 dupes=$(for d in "$work"/packages/*.deb; do contents "$d"; done | sort | uniq -d)
 [ -z "$dupes" ] || fail "files in two packages: $dupes"
 
 root="$work/root"
 for d in "$work"/packages/*.deb; do dpkg-deb -x "$d" "$root"; done
 "$root/usr/bin/kvblob-info" memory | head -n 2
+grep -q "has not chosen a licence yet" "$root/usr/share/doc/kvblob-tools/copyright" ||
+  fail "the copyright file does not say that no licence is chosen yet"
 # The installed headers are the public API alone: each compiles on its own
 # from the package, declares its names in namespace kvblob, and none of the
 # host's internal headers ships.

@@ -3,6 +3,8 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <set>
 #include <vector>
 
@@ -57,7 +59,17 @@ std::string scalar_text(const fs::path &file, const std::string &name, const tom
     if (auto s = node.as_string()) return whole_text(file, node.source(), s->get(), "option '" + name + "'");
     if (auto i = node.as_integer()) return std::to_string(i->get());
     if (auto b = node.as_boolean()) return b->get() ? "true" : "false";
-    fail(file, node.source(), "option '" + name + "' must be a string, an integer or a boolean");
+    // A float reaches the driver as Python's open() gives it: an integral one
+    // as an integer (4.0 -> "4"), another in its shortest form (2.5 -> "2.5").
+    if (auto f = node.as_floating_point()) {
+        const double d = f->get();
+        if (!std::isfinite(d)) fail(file, node.source(), "option '" + name + "' is not a finite number");
+        if (d == std::trunc(d) && std::fabs(d) < 9.007199254740992e15) return std::to_string(static_cast<long long>(d));
+        char buf[64];
+        const auto end = std::to_chars(buf, buf + sizeof buf, d).ptr;
+        return std::string(buf, end);
+    }
+    fail(file, node.source(), "option '" + name + "' must be a string, a number or a boolean");
 }
 
 }  // namespace

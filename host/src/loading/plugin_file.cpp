@@ -132,7 +132,7 @@ PluginFile open_plugin_file(const std::string &file, const LoadOptions &options)
 
     std::vector<LoadProblem> problems;
     if (!options.allow_untrusted_file) {
-        const std::string allow = " (allow_untrusted_file to load it anyway)";
+        const std::string allow = " (" + options.allow_untrusted_words + " to load it anyway)";
         if (st2.st_mode & S_IWOTH)
             problems.push_back({"R-LOAD-10", "the file" + resolved + " is world-writable (mode " +
                                                  octal(st2.st_mode) + "): anyone could have replaced its code" +

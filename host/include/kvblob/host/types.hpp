@@ -67,6 +67,11 @@ struct LoadOptions {
     // that polls sees it, with kvblob_host_services_t.notify NULL). For
     // tools that judge drivers; engines leave it.
     bool lend_notify = true;
+    // How an R-LOAD-10 refusal tells the user to load the file anyway: the
+    // setting's name where the user came from (the config key by default;
+    // the command-line tools say --allow-untrusted-plugin). Last, so that
+    // the fields above keep their places in aggregate initialization.
+    std::string allow_untrusted_words = "allow_untrusted_file";
 };
 
 

@@ -23,6 +23,7 @@ struct PluginFlags {
 // Adds --option (repeatable), --allow-untrusted-plugin and --sha256.
 inline void add_plugin_flags(CLI::App &app, PluginFlags &flags)
 {
+    flags.load.allow_untrusted_words = "--allow-untrusted-plugin";  // a refusal names the flag (R-LOAD-10)
     app.add_option("-o,--option", flags.options, "key=value passed to the driver's open (repeatable)");
     app.add_flag("--allow-untrusted-plugin", flags.load.allow_untrusted_file,
                  "Load a plugin file others could have written (world-writable, or another user's)");
