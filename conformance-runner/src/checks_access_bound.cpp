@@ -38,38 +38,45 @@ std::chrono::nanoseconds access_after_final(Context &c, Driver &d, OpKind kind, 
     return after;
 }
 
+void lifetime_access_bound(Context &c)
+{
+    auto d = c.open();
+    constexpr uint64_t rows = 8, size = 4096;
+    GuardedBuffer src(rows * size), dst(rows * size), absent(size);
+    fill_pattern(src.data(), src.size(), 61);
+    auto rs = c.reg(d, src), rd = c.reg(d, dst), ra = c.reg(d, absent);
+    auto pairs = row_pairs(c, rs, rd, rows, size);
+    std::chrono::nanoseconds slowest{0};
+    auto saw = [&](std::chrono::nanoseconds t) { slowest = std::max(slowest, t); };
+    saw(access_after_final(c, d, OpKind::put, pairs.put, KVBLOB_ROW_READY));
+    saw(access_after_final(c, d, OpKind::get, pairs.get, KVBLOB_ROW_READY));
+    expect(std::memcmp(src.data(), dst.data(), src.size()) == 0, "R-ROW-6", "bytes differ");
+    if (d.has(KVBLOB_CAP_ABSENT_IS_MISS)) {
+        Batch miss;
+        miss.row(c.key("absent"), {make_span(ra, 0, size)});
+        saw(access_after_final(c, d, OpKind::get, miss, KVBLOB_ROW_MISS));
+    }
+    Batch keys;
+    for (uint64_t i = 0; i < rows; ++i) keys.row(c.key(std::to_string(i)));
+    if (d.has(KVBLOB_CAP_PROBE)) saw(access_after_final(c, d, OpKind::probe, keys, KVBLOB_ROW_READY));
+    if (d.has(KVBLOB_CAP_REMOVE)) saw(access_after_final(c, d, OpKind::remove, keys, KVBLOB_ROW_READY));
+    c.note("declared bound " + ms_text(std::chrono::nanoseconds(d.caps().access_end_bound_ns)) +
+           ", waited at most " + ms_text(access_wait(d.caps())) + "; slowest access end seen " +
+           ms_text(slowest) + " after final");
+}
+
 }  // namespace
 
+// The checks of this file, in run order.
 void add_access_bound_checks(std::vector<Check> &out)
 {
-    out.push_back({"lifetime.access-bound", {"R-ACC-2"}, Level::must, KVBLOB_CAP_ACCESS_BOUND, {},
-                   "every kind of operation ends its access within the access-end bound the driver declares, "
-                   "counted from its results being final",
-                   [](Context &c) {
-                       auto d = c.open();
-                       constexpr uint64_t rows = 8, size = 4096;
-                       GuardedBuffer src(rows * size), dst(rows * size), absent(size);
-                       fill_pattern(src.data(), src.size(), 61);
-                       auto rs = c.reg(d, src), rd = c.reg(d, dst), ra = c.reg(d, absent);
-                       auto pairs = row_pairs(c, rs, rd, rows, size);
-                       std::chrono::nanoseconds slowest{0};
-                       auto saw = [&](std::chrono::nanoseconds t) { slowest = std::max(slowest, t); };
-                       saw(access_after_final(c, d, OpKind::put, pairs.put, KVBLOB_ROW_READY));
-                       saw(access_after_final(c, d, OpKind::get, pairs.get, KVBLOB_ROW_READY));
-                       expect(std::memcmp(src.data(), dst.data(), src.size()) == 0, "R-ROW-6", "bytes differ");
-                       if (d.has(KVBLOB_CAP_ABSENT_IS_MISS)) {
-                           Batch miss;
-                           miss.row(c.key("absent"), {make_span(ra, 0, size)});
-                           saw(access_after_final(c, d, OpKind::get, miss, KVBLOB_ROW_MISS));
-                       }
-                       Batch keys;
-                       for (uint64_t i = 0; i < rows; ++i) keys.row(c.key(std::to_string(i)));
-                       if (d.has(KVBLOB_CAP_PROBE)) saw(access_after_final(c, d, OpKind::probe, keys, KVBLOB_ROW_READY));
-                       if (d.has(KVBLOB_CAP_REMOVE)) saw(access_after_final(c, d, OpKind::remove, keys, KVBLOB_ROW_READY));
-                       c.note("declared bound " + ms_text(std::chrono::nanoseconds(d.caps().access_end_bound_ns)) +
-                              ", waited at most " + ms_text(access_wait(d.caps())) + "; slowest access end seen " +
-                              ms_text(slowest) + " after final");
-                   }});
+    const Check checks[] = {
+        {"lifetime.access-bound", {"R-ACC-2"}, Level::must, KVBLOB_CAP_ACCESS_BOUND, {},
+         "every kind of operation ends its access within the access-end bound the driver declares, "
+         "counted from its results being final",
+         lifetime_access_bound},
+    };
+    out.insert(out.end(), std::begin(checks), std::end(checks));
 }
 
 }  // namespace kvblob::conformance
