@@ -1,8 +1,7 @@
-// Checks of lifetime and concurrency: regions, access, cancel, drain, close,
-// threads, staged store scenarios.
+// lifetime.*: regions, access, cancel, drain and close, and the order in
+// which poll and access may be asked.
 #include <algorithm>
 #include <atomic>
-#include <barrier>
 #include <cstring>
 
 #include "checks_common.hpp"
@@ -311,276 +310,6 @@ void lifetime_close_order(Context &c)
            "close refused after drain with no region registered");
 }
 
-void concurrency_threads(Context &c)
-{
-    get_during_held_put(c);  // every run, whatever the timing
-    auto d = c.open();
-    std::atomic<int> torn{0}, other{0}, writers{8};
-    // Each writer's 200 rounds, or as many as an eighth of the
-    // check's time allows (at least 20): a store that takes a
-    // while per operation still ends in time.
-    const auto rounds_end = std::chrono::steady_clock::now() + c.op_timeout / 8;
-    CheckThreads(10, [&](int t) {
-        GuardedBuffer src(2048), dst(2048);
-        auto rs = c.reg(d, src), rd = c.reg(d, dst);
-        if (t >= 8) {
-            // Two readers of the shared keys for as long as the writers
-            // run, each starting on a different key: a window in which
-            // an object is seen unfinished is short, and one reader on
-            // a busy machine met none in one run of many.
-            for (int n = 2 * (t - 8); writers.load() > 0; ++n) {
-                const int key = 1 + 2 * (n % 4);
-                auto get = c.run_one(d, OpKind::get, c.key(std::to_string(key)), {make_span(rd, 0, 2048)});
-                fill_pattern(src.data(), 2048, key);
-                if (get == KVBLOB_ROW_READY && std::memcmp(src.data(), dst.data(), 2048) != 0) ++torn;
-                if (get != KVBLOB_ROW_READY && get != KVBLOB_ROW_NOT_READY && get != KVBLOB_ROW_MISS)
-                    ++other;
-            }
-            c.unreg(d, rs), c.unreg(d, rd);
-            return;
-        }
-        struct Done {
-            std::atomic<int> &left;
-            ~Done() { --left; }
-        } done{writers};
-        // Unregistered before the buffers go: a later phase may get their addresses.
-        struct Unreg {
-            Context &c;
-            Driver &d;
-            kvblob_region_t *a, *b;
-            ~Unreg() { c.unreg(d, a), c.unreg(d, b); }
-        } unreg{c, d, rs, rd};
-        for (int i = 0; i < 200 && (i < 20 || std::chrono::steady_clock::now() < rounds_end); ++i) {
-            const int key = (i % 2) ? i % 8 : 100 * (t + 1) + i;
-            fill_pattern(src.data(), 2048, key);
-            auto put = c.run_one(d, OpKind::put, c.key(std::to_string(key)), {make_span(rs, 0, 2048)});
-            if (put != KVBLOB_ROW_READY && put != KVBLOB_ROW_NOT_READY) ++other;
-            auto get = c.run_one(d, OpKind::get, c.key(std::to_string(key)), {make_span(rd, 0, 2048)});
-            if (get == KVBLOB_ROW_READY && std::memcmp(src.data(), dst.data(), 2048) != 0) ++torn;
-            // A reader racing a writer sees the whole object, NOT_READY or MISS.
-            if (get != KVBLOB_ROW_READY && get != KVBLOB_ROW_NOT_READY && get != KVBLOB_ROW_MISS) ++other;
-        }
-    }).join();
-    expect(torn == 0, "R-CON-2", std::to_string(torn.load()) + " READY gets held wrong bytes");
-    expect(other == 0, "R-CON-2",
-           std::to_string(other.load()) + " puts or gets racing on a key answered neither READY, "
-                                          "NOT_READY nor MISS");
-    // Batches of the same keys from every thread at once: equal keys in
-    // different operations are no duplicates (R-ADM-4 is per operation),
-    // however their admissions interleave. Each round starts on every
-    // thread together, and a batch is long enough (256 rows, or the
-    // driver's limit) that the admissions overlap even when a busy
-    // machine wakes threads late.
-    const int same_rows = static_cast<int>(std::min<uint64_t>(256, d.caps().max_rows_per_op));
-    // 50 rounds, or as many as an eighth of the check's time allows (at
-    // least 10), decided once per round as the last thread arrives, so
-    // every thread runs as many.
-    const auto same_end = std::chrono::steady_clock::now() + c.op_timeout / 8;
-    int same_round = 0;
-    bool more = true;
-    std::barrier together(4, [&]() noexcept {
-        more = same_round < 50 && (same_round < 10 || std::chrono::steady_clock::now() < same_end);
-        ++same_round;
-    });
-    CheckThreads(4, [&](int t) {
-        try {
-            GuardedBuffer src(same_rows * 256);
-            fill_pattern(src.data(), src.size(), 99);
-            auto rs = c.reg(d, src);
-            Batch b;  // made before the start, so that the threads go straight to submit
-            for (int i = 0; i < same_rows; ++i)
-                b.row(c.key("same/" + std::to_string(i)), {make_span(rs, i * 256, 256)});
-            for (;;) {
-                together.arrive_and_wait();
-                if (!more) break;
-                kvblob_status st = KVBLOB_OK;
-                std::string why;
-                auto *op = c.submit(d, OpKind::put, b, &st, &why);
-                expect(op != nullptr, "R-CON-1",
-                       "thread " + std::to_string(t) + ": a put of keys other threads also put "
-                       "was refused: " + kvblob_status_name(st) + " " + why);
-                expect(c.settle(d, op), "R-ACC-2", "put did not settle");
-                expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
-            }
-            c.unreg(d, rs);
-        } catch (...) {
-            together.arrive_and_drop();  // the others go on without this thread
-            throw;
-        }
-    }).join();
-    // An operation submitted on one thread is polled, read and released on another.
-    GuardedBuffer buf(4096);
-    auto r = c.reg(d, buf);
-    Batch b;
-    b.row(c.key("handed"), {make_span(r, 0, 4096)});
-    kvblob_op_t *op = c.admit(d, OpKind::put, b);
-    CheckThreads(1, [&](int) {
-        uint32_t fin = 0;
-        kvblob_status st = d.table().poll(d.handle(), op, &fin);
-        expect(st == KVBLOB_OK, "R-CON-1",
-               std::string("poll from a thread other than the submitter's answered ") +
-                   kvblob_status_name(st));
-        expect(c.settle(d, op), "R-ACC-2", "put did not settle");
-        expect(c.results(d, op, 1)[0].result == KVBLOB_ROW_READY, "R-CON-1",
-               "a put read from another thread is not READY");
-        expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-CON-1",
-               "release from a thread other than the submitter's was refused");
-    }).join();
-}
-
-void concurrency_two_drivers(Context &c)
-{
-    auto a = c.open();
-    auto b = c.open();
-    GuardedBuffer src(16384), dst(16384);
-    fill_pattern(src.data(), src.size(), 77);
-    auto rs = c.reg(a, src);
-    auto rd = c.reg(b, dst);
-    auto k = c.key("shared");
-    expect(c.run_one(a, OpKind::put, k, {make_span(rs, 0, 16384)}) == KVBLOB_ROW_READY, "R-ROW-1",
-           "put not READY");
-    auto res = c.run_one(b, OpKind::get, k, {make_span(rd, 0, 16384)});
-    expect(res == KVBLOB_ROW_READY, "R-CON-2",
-           std::string("the second driver's get is ") + kvblob_row_result_name(res));
-    expect(std::memcmp(src.data(), dst.data(), src.size()) == 0, "R-CON-2", "bytes differ");
-}
-
-void concurrency_held_get(Context &c)
-{
-    auto d = c.open();
-    GuardedBuffer buf(8192);
-    auto r = c.reg(d, buf);
-    auto k = c.key("held"), free = c.key("free");
-    c.run_one(d, OpKind::put, k, {make_span(r, 0, 4096)});
-    c.run_one(d, OpKind::put, free, {make_span(r, 4096, 4096)});
-    c.stage(d, "stage_held_get", k, "R-CON-3");
-    Batch b;
-    b.row(k, {make_span(r, 0, 4096)});
-    auto op = c.admit(d, OpKind::get, b);
-    auto t0 = std::chrono::steady_clock::now();
-    expect(c.run_one(d, OpKind::get, free, {make_span(r, 4096, 4096)}) == KVBLOB_ROW_READY,
-           "R-CON-3", "another get did not complete while one was held");
-    d.table().drain(d.handle(), 100'000'000ull);
-    expect(std::chrono::steady_clock::now() - t0 < 3s, "R-CON-3",
-           "a held get delayed another operation or a drain with a 100 ms timeout");
-    c.stage(d, "release_staged", "R-CON-3");
-    expect(c.settle(d, op), "R-ACC-2", "the held get did not settle once released");
-}
-
-void scenario_foreign_writer(Context &c)
-{
-    auto d = c.open();
-    GuardedBuffer buf(1024);
-    auto r = c.reg(d, buf);
-    auto k = c.key("fw");
-    c.stage(d, "stage_foreign_writer", k, "R-ROW-2");
-    auto res = c.run_one(d, OpKind::get, k, {make_span(r, 0, 1024)});
-    expect(res == KVBLOB_ROW_NOT_READY, "R-ROW-2",
-           std::string("get of a key being written is ") + kvblob_row_result_name(res));
-    res = c.run_one(d, OpKind::put, k, {make_span(r, 0, 1024)});
-    expect(res == KVBLOB_ROW_NOT_READY, "R-ROW-2",
-           std::string("put of a key being written is ") + kvblob_row_result_name(res));
-}
-
-void scenario_full_pool(Context &c)
-{
-    auto d = c.open();
-    GuardedBuffer buf(1024);
-    auto r = c.reg(d, buf);
-    c.stage(d, "stage_full_pool", "R-ROW-2");
-    auto res = c.run_one(d, OpKind::put, c.key("full"), {make_span(r, 0, 1024)});
-    expect(res == KVBLOB_ROW_DECLINED, "R-ROW-2",
-           std::string("put into a full pool is ") + kvblob_row_result_name(res));
-}
-
-void scenario_failing_read(Context &c)
-{
-    auto d = c.open();
-    GuardedBuffer buf(1024);
-    auto r = c.reg(d, buf);
-    auto k = c.key("fr");
-    c.run_one(d, OpKind::put, k, {make_span(r, 0, 1024)});
-    c.stage(d, "stage_failing_read", k, "R-ROW-4");
-    auto res = c.run_one(d, OpKind::get, k, {make_span(r, 0, 1024)});
-    expect(res == KVBLOB_ROW_FAULT, "R-ROW-4",
-           std::string("a failing read is ") + kvblob_row_result_name(res) + ", not FAULT");
-}
-
-void scenario_foreign_writer_probe(Context &c)
-{
-    auto d = c.open();
-    auto k = c.key("fw");
-    c.stage(d, "stage_foreign_writer", k, "R-ROW-2");
-    auto res = c.run_one(d, OpKind::probe, k);
-    expect(res == KVBLOB_ROW_NOT_READY, "R-ROW-2",
-           std::string("probe of a key being written is ") + kvblob_row_result_name(res));
-    c.stage(d, "release_staged", "R-ROW-2");
-    c.require_absent_not_ready(d, "the foreign writer left nothing behind", OpKind::probe);
-    res = c.run_one(d, OpKind::probe, k);
-    expect(res != KVBLOB_ROW_READY && res != KVBLOB_ROW_NOT_READY, "R-ROW-2",
-           std::string("after the foreign writer let go, probe of its key is ") +
-               kvblob_row_result_name(res));
-}
-
-void scenario_close_releases(Context &c)
-{
-    auto keep = c.open();  // keeps the store open
-    GuardedBuffer buf(1024);
-    auto r = c.reg(keep, buf);
-    auto k = c.key("fw");
-    {
-        // Staged by hand, not through the battery, which would release it.
-        Driver staging = c.open();
-        const auto st = staging.scenarios()->stage_foreign_writer(
-            staging.handle(), reinterpret_cast<const uint8_t *>(k.data()), k.size());
-        expect(st == KVBLOB_OK, "R-ROW-2",
-               std::string("stage_foreign_writer answered ") + kvblob_status_name(st));
-        expect(staging.shutdown(std::chrono::seconds(10)) == KVBLOB_OK, "R-CLS-1",
-               "the driver that staged could not be closed");
-    }
-    auto res = c.run_one(keep, OpKind::put, k, {make_span(r, 0, 1024)});
-    expect(res == KVBLOB_ROW_READY, "R-ROW-2",
-           std::string("after the driver that staged a foreign writer closed, a put of its key from "
-                       "another driver is ") +
-               kvblob_row_result_name(res));
-}
-
-void remove_being_written(Context &c)
-{
-    auto d = c.open();
-    auto k = c.key("fw");
-    c.stage(d, "stage_foreign_writer", k, "R-RMV-1");
-    auto res = c.run_one(d, OpKind::remove, k);
-    expect(res == KVBLOB_ROW_NOT_READY, "R-RMV-1",
-           std::string("remove of a key being written is ") + kvblob_row_result_name(res));
-    res = c.run_one(d, OpKind::probe, k);
-    expect(res == KVBLOB_ROW_NOT_READY, "R-RMV-1",
-           std::string("after a remove, probe of a key still being written is ") +
-               kvblob_row_result_name(res));
-}
-
-void remove_then_miss(Context &c)
-{
-    auto d = c.open();
-    GuardedBuffer buf(512);
-    auto r = c.reg(d, buf);
-    auto k = c.key("rm");
-    c.require_absent_not_ready(d, "the removed key is gone", OpKind::probe);
-    c.run_one(d, OpKind::put, k, {make_span(r, 0, 512)});
-    auto res = c.run_one(d, OpKind::remove, k);
-    expect(res == KVBLOB_ROW_READY, "R-RMV-1",
-           std::string("remove of a stored key answered ") + kvblob_row_result_name(res) +
-               "; R-RMV-1 wants READY");
-    res = c.run_one(d, OpKind::probe, k);
-    expect(res == KVBLOB_ROW_MISS, "R-RMV-1",
-           std::string("probe after a READY remove answered ") + kvblob_row_result_name(res) +
-               "; R-RMV-1 wants MISS");
-    res = c.run_one(d, OpKind::remove, k);
-    expect(res == KVBLOB_ROW_MISS, "R-RMV-1",
-           std::string("remove of an absent key answered ") + kvblob_row_result_name(res) +
-               "; R-RMV-1 wants MISS");
-}
-
 void lifetime_answers_any_order(Context &c)
 {
     auto d = c.open();
@@ -610,55 +339,9 @@ void lifetime_answers_any_order(Context &c)
     for (int i = 0; i < 10; ++i) ask(i % 2 == 0);  // settled
 }
 
-void open_capabilities_fixed(Context &c)
-{
-    // Opened one after another, all open at once: a store's drivers
-    // do not share out their limits.
-    std::vector<std::unique_ptr<CheckDriver>> open;
-    open.emplace_back(new CheckDriver(c.open()));
-    auto first = open.front()->caps();
-    for (int i = 0; i < 3; ++i) {
-        open.emplace_back(new CheckDriver(c.open()));
-        auto again = open.back()->caps();
-        expect(std::memcmp(&first, &again, sizeof first) == 0, "R-CAP-1",
-               "a driver opened with the same options declared other capabilities");
-    }
-}
-
-void open_bad_value(Context &c)
-{
-    int tried = 0;
-    for (const auto &o : c.plugin_options()) {
-        if (!o.name) continue;
-        const std::string name = o.name;
-        if (o.type != KVBLOB_OPTION_INT && o.type != KVBLOB_OPTION_BOOL &&
-            o.type != KVBLOB_OPTION_BYTES && o.type != KVBLOB_OPTION_MILLISECONDS &&
-            o.type != KVBLOB_OPTION_CHOICE)
-            continue;  // a string may be anything
-        // No integer, byte count, boolean or choice word reads like this.
-        const std::string value = "kvblob-conformance-not-a-value";
-        std::string why;
-        ++tried;
-        expect(!c.try_open_with({{name, value}}, why), "R-OPN-1",
-               "open accepted '" + value + "' for its option '" + name + "'");
-        expect(why.find(name) != std::string::npos, "R-OPN-1",
-               "the refusal of a bad value does not name option '" + name + "': " + why);
-    }
-    if (tried == 0) throw NotSupported("the plugin describes no typed option");
-}
-
-void open_unknown_option(Context &c)
-{
-    const std::string name = "kvblob_conformance_unknown_option";
-    std::string why;
-    expect(!c.try_open_with({{name, "1"}}, why), "R-OPN-1", "open accepted an unknown option");
-    expect(why.find(name) != std::string::npos, "R-OPN-1",
-           "the refusal does not name the option: " + why);
-}
-
 }  // namespace
 
-// The checks of this file, in run order.
+// The checks of regions, access, cancel, drain and close, in run order.
 void add_lifetime_checks(std::vector<Check> &out)
 {
     const Check checks[] = {
@@ -686,53 +369,17 @@ void add_lifetime_checks(std::vector<Check> &out)
         {"lifetime.close-order", {"R-CLS-1"}, Level::must, 0, {},
          "close is refused before drain and while a region is registered",
          lifetime_close_order},
-        {"concurrency.threads", {"R-CON-1", "R-CON-2"}, Level::must, 0, {},
-         "8 threads put and get equal and distinct keys while two more read the shared ones; no READY get holds "
-         "wrong bytes; batches of equal keys from several threads; an operation handed between threads",
-         concurrency_threads},
-        {"concurrency.two-drivers", {"R-CON-2"}, Level::must, 0, {},
-         "two drivers on one store: what one puts the other gets, whole",
-         concurrency_two_drivers},
-        {"concurrency.held-get", {"R-CON-3"}, Level::must, 0, {"stage_held_get", "release_staged"},
-         "a get held inside the store delays neither another operation nor a drain with a timeout",
-         concurrency_held_get},
-        {"scenario.foreign-writer", {"R-ROW-2"}, Level::must, 0, {"stage_foreign_writer", "release_staged"},
-         "a key another client is writing is NOT_READY, a result and not a fault",
-         scenario_foreign_writer},
-        {"scenario.full-pool", {"R-ROW-2"}, Level::must, 0, {"stage_full_pool", "release_staged"},
-         "a put into a full pool is DECLINED",
-         scenario_full_pool},
-        {"scenario.failing-read", {"R-ROW-4"}, Level::must, 0, {"stage_failing_read", "release_staged"},
-         "a read that fails inside the store is FAULT, never MISS",
-         scenario_failing_read},
-        {"scenario.foreign-writer.probe", {"R-ROW-2"}, Level::must, KVBLOB_CAP_PROBE,
-         {"stage_foreign_writer", "release_staged"},
-         "a probe of a key another client is writing is NOT_READY; once the writer is gone, the key is "
-         "absent",
-         scenario_foreign_writer_probe},
-        {"scenario.close-releases", {"R-ROW-2"}, Level::must, 0, {"stage_foreign_writer", "release_staged"},
-         "a scenario lives no longer than the driver that staged it: once it closed, another driver on "
-         "the store puts the key",
-         scenario_close_releases},
-        {"remove.being-written", {"R-RMV-1"}, Level::must, KVBLOB_CAP_REMOVE | KVBLOB_CAP_PROBE,
-         {"stage_foreign_writer", "release_staged"},
-         "a remove of a key another client is writing is NOT_READY and leaves the writer's claim",
-         remove_being_written},
-        {"remove.then-miss", {"R-RMV-1"}, Level::must, KVBLOB_CAP_REMOVE | KVBLOB_CAP_PROBE, {},
-         "a READY remove makes the key MISS; removing an absent key is MISS",
-         remove_then_miss},
+    };
+    out.insert(out.end(), std::begin(checks), std::end(checks));
+}
+
+// Run after the scenario and remove checks (battery.cpp), as they always were.
+void add_lifetime_answer_checks(std::vector<Check> &out)
+{
+    const Check checks[] = {
         {"lifetime.answers-any-order", {"R-ACC-1"}, Level::must, 0, {"stage_held_get", "release_staged"},
          "poll and access may be asked at any time, in either order, and each answers validly",
          lifetime_answers_any_order},
-        {"open.capabilities-fixed", {"R-CAP-1"}, Level::must, 0, {},
-         "drivers opened with the same options declare the same capabilities",
-         open_capabilities_fixed},
-        {"open.bad-value", {"R-OPN-1"}, Level::must, 0, {},
-         "open refuses a value it cannot parse for each typed option it describes, naming the option",
-         open_bad_value},
-        {"open.unknown-option", {"R-OPN-1"}, Level::must, 0, {},
-         "open refuses an option it does not know, naming it",
-         open_unknown_option},
     };
     out.insert(out.end(), std::begin(checks), std::end(checks));
 }
