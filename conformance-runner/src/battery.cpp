@@ -39,7 +39,8 @@ const OtherHost other_hosts[] = {
 const std::vector<Check> &battery()
 {
     static const std::vector<Check> checks = [] {
-        // The run order: each family's table in turn (checks_<family>.cpp).
+        // The run order: each family's table in turn (checks_<family>.cpp,
+        // or checks_<family>_<topic>.cpp where a topic has helpers of its own).
         // The lifetime and concurrency families run at two points each, so
         // each has two tables, and the order stays as it always was.
         std::vector<Check> all;

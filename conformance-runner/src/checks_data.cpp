@@ -50,7 +50,7 @@ void round_trip(Context &c, size_t rows, size_t size, size_t regions)
 
 // R-KEY-1: a store that folds ASCII case, keeps a key's first few hundred
 // bytes only, or drops a byte's high bit makes two of these keys one.
-void key_space(Context &c)
+void data_key_space(Context &c)
 {
     auto d = c.open();
     const std::string base = c.key("ks");
@@ -310,11 +310,6 @@ void data_binary_keys(Context &c)
                "get of binary key " + std::to_string(i) + " is " +
                    kvblob_row_result_name(gr[i].result) + " or holds another key's bytes");
     }
-}
-
-void data_key_space(Context &c)
-{
-    key_space(c);
 }
 
 void data_results_stable(Context &c)

@@ -1,7 +1,7 @@
 // open.*: what open declares (the same capabilities for the same options)
-// and refuses (a bad value, an unknown option). The open checks of other
-// hosts' versions are in checks_versions.cpp, of secret options in
-// checks_secrets.cpp.
+// and refuses (a bad value, an unknown option). The open checks of older
+// and polling hosts are in checks_open_versions.cpp, of secret options in
+// checks_open_secrets.cpp.
 #include <cstring>
 #include <memory>
 

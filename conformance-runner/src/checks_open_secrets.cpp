@@ -76,7 +76,7 @@ std::string battery_secret()
     return "kvbc-secret-" + base36(n);
 }
 
-void secret_unspoken(Context &c)
+void open_secret_unspoken(Context &c)
 {
     const auto names = flagged_secret(c.plugin());
     if (names.empty()) throw NotSupported("the driver flags no option secret (KVBLOB_OPTION_FLAG_SECRET)");
@@ -125,11 +125,6 @@ void secret_unspoken(Context &c)
         // The driver closed by now: what it logged while closing is heard too.
         heard->judge(name, secret);
     }
-}
-
-void open_secret_unspoken(Context &c)
-{
-    secret_unspoken(c);
 }
 
 }  // namespace
