@@ -71,12 +71,17 @@ inline RowPairs row_pairs(const Context &c, kvblob_region_t *src, kvblob_region_
 void add_data_checks(std::vector<Check> &out);
 void add_admission_checks(std::vector<Check> &out);
 void add_lifetime_checks(std::vector<Check> &out);
+void add_lifetime_answer_checks(std::vector<Check> &out);
+void add_scenario_checks(std::vector<Check> &out);
+void add_remove_checks(std::vector<Check> &out);
+void add_open_checks(std::vector<Check> &out);
 void add_access_bound_checks(std::vector<Check> &out);
 void add_device_checks(std::vector<Check> &out);
 void add_refusal_checks(std::vector<Check> &out);
 void add_results_checks(std::vector<Check> &out);
 void add_cancel_checks(std::vector<Check> &out);
 void add_concurrency_checks(std::vector<Check> &out);
+void add_concurrency_race_checks(std::vector<Check> &out);
 void add_notify_checks(std::vector<Check> &out);
 void add_version_checks(std::vector<Check> &out);
 void add_secret_checks(std::vector<Check> &out);

@@ -50,7 +50,7 @@ void round_trip(Context &c, size_t rows, size_t size, size_t regions)
 
 // R-KEY-1: a store that folds ASCII case, keeps a key's first few hundred
 // bytes only, or drops a byte's high bit makes two of these keys one.
-void key_space(Context &c)
+void data_key_space(Context &c)
 {
     auto d = c.open();
     const std::string base = c.key("ks");
@@ -113,227 +113,279 @@ void key_space(Context &c)
                "a get of " + describe(i) + " is READY with another key's bytes: the store took two keys for one");
 }
 
+void data_round_trip_one_row(Context &c)
+{
+    round_trip(c, 1, 4096, 1);
+}
+
+void data_round_trip_many_rows(Context &c)
+{
+    round_trip(c, 256, 4096, 1);
+}
+
+void data_round_trip_many_regions(Context &c)
+{
+    round_trip(c, 64, 8192, 8);
+}
+
+void data_round_trip_large_rows(Context &c)
+{
+    if (c.open().caps().max_object_bytes < (16u << 20))
+        throw NotSupported("max_object_bytes is below 16 MiB");
+    round_trip(c, 4, 16u << 20, 2);
+}
+
+void data_round_trip_batch_10000(Context &c)
+{
+    auto d = c.open();
+    if (d.caps().max_rows_per_op < 10000) throw NotSupported("max_rows_per_op is below 10,000");
+    round_trip(c, 10000, 512, 1);
+}
+
+void data_round_trip_multi_span(Context &c)
+{
+    auto d = c.open();
+    if (d.caps().max_spans_per_row < 3) throw NotSupported("max_spans_per_row is below 3");
+    GuardedBuffer a(3000), b(3000), out(9000);
+    fill_pattern(a.data(), 3000, 1);
+    fill_pattern(b.data(), 3000, 2);
+    auto ra = c.reg(d, a), rb = c.reg(d, b), ro = c.reg(d, out);
+    auto k = c.key("m");
+    expect(c.run_one(d, OpKind::put, k,
+                     {make_span(ra, 0, 3000), make_span(rb, 0, 3000), make_span(ra, 1000, 1000)}) ==
+               KVBLOB_ROW_READY,
+           "R-ROW-1", "multi-span put not READY");
+    expect(c.run_one(d, OpKind::get, k, {make_span(ro, 0, 7000)}) == KVBLOB_ROW_READY, "R-ROW-1",
+           "single-span get of a multi-span object not READY");
+    expect(std::memcmp(out.data(), a.data(), 3000) == 0 &&
+               std::memcmp(out.data() + 3000, b.data(), 3000) == 0 &&
+               std::memcmp(out.data() + 6000, a.data() + 1000, 1000) == 0,
+           "R-ROW-1", "the object is not the concatenation of the spans, in order");
+}
+
+// Other checks read a get that is not READY as proof that nothing was
+// stored (Context::require_absent_not_ready): this one judges that
+// behaviour, and they are blocked by it when it is broken.
+void data_miss_untouched(Context &c)
+{
+    auto d = c.open();
+    GuardedBuffer dst(4096);
+    std::memset(dst.data(), 0xA7, 4096);
+    auto r = c.reg(d, dst);
+    auto res = c.run_one(d, OpKind::get, c.key("absent"), {make_span(r, 0, 4096)});
+    const std::string answered =
+        std::string("a get of a key never put answered ") + kvblob_row_result_name(res);
+    if (d.has(KVBLOB_CAP_ABSENT_IS_MISS))
+        expect(res == KVBLOB_ROW_MISS, "R-ROW-4",
+               answered + "; R-ROW-4 wants MISS from a driver that declares absent_is_miss");
+    expect(res != KVBLOB_ROW_READY, "R-ROW-6",
+           answered + "; R-ROW-6 wants no READY for bytes the driver did not verify (none exist)");
+    if (res == KVBLOB_ROW_MISS)
+        for (size_t i = 0; i < 4096; ++i)
+            expect(dst.data()[i] == 0xA7, "R-ROW-3",
+                   "a get answered MISS and wrote its destination at byte " + std::to_string(i) +
+                       "; R-ROW-3 wants the destination untouched");
+}
+
+void data_absent_is_miss(Context &c)
+{
+    auto d = c.open();
+    GuardedBuffer dst(64);
+    auto r = c.reg(d, dst);
+    auto res = c.run_one(d, OpKind::get, c.key("none"), {make_span(r, 0, 64)});
+    expect(res == KVBLOB_ROW_MISS, "R-ROW-4",
+           std::string("get of an absent key answered ") + kvblob_row_result_name(res) +
+               "; R-ROW-4 wants MISS");
+    if (d.has(KVBLOB_CAP_PROBE)) {
+        res = c.run_one(d, OpKind::probe, c.key("none"));
+        expect(res == KVBLOB_ROW_MISS, "R-ROW-4",
+               std::string("probe of an absent key answered ") + kvblob_row_result_name(res) +
+                   "; R-ROW-4 wants MISS");
+    }
+}
+
+void data_put_existing_unchanged(Context &c)
+{
+    auto d = c.open();
+    GuardedBuffer a(2048), b(2048), out(2048);
+    fill_pattern(a.data(), 2048, 10);
+    fill_pattern(b.data(), 2048, 11);
+    auto ra = c.reg(d, a), rb = c.reg(d, b), ro = c.reg(d, out);
+    auto k = c.key("twice");
+    expect(c.run_one(d, OpKind::put, k, {make_span(ra, 0, 2048)}) == KVBLOB_ROW_READY, "R-ROW-1",
+           "first put not READY");
+    expect(c.run_one(d, OpKind::put, k, {make_span(rb, 0, 2048)}) == KVBLOB_ROW_READY, "R-ROW-7",
+           "a put of an existing key is not READY");
+    expect(c.run_one(d, OpKind::get, k, {make_span(ro, 0, 2048)}) == KVBLOB_ROW_READY, "R-ROW-1",
+           "get not READY");
+    expect(std::memcmp(out.data(), a.data(), 2048) == 0, "R-ROW-7",
+           "the second put rewrote the stored object");
+}
+
+void data_wrong_size_fault(Context &c)
+{
+    auto d = c.open();
+    GuardedBuffer src(4096), dst(8192);
+    fill_pattern(src.data(), 4096, 3);
+    std::memset(dst.data(), 0x3C, 8192);
+    auto rs = c.reg(d, src), rd = c.reg(d, dst);
+    auto k = c.key("sized");
+    expect(c.run_one(d, OpKind::put, k, {make_span(rs, 0, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
+           "put not READY");
+    auto res = c.run_one(d, OpKind::get, k, {make_span(rd, 0, 1024)});
+    expect(res == KVBLOB_ROW_FAULT, "R-ROW-5",
+           std::string("a get into a row shorter than the object answered ") +
+               kvblob_row_result_name(res) + "; R-ROW-5 wants FAULT");
+    for (size_t i = 0; i < 8192; ++i)
+        expect(dst.data()[i] == 0x3C, "R-ROW-5",
+               "an object longer than the row was written into it (byte " + std::to_string(i) + ")");
+    res = c.run_one(d, OpKind::get, k, {make_span(rd, 0, 8192)});
+    expect(res == KVBLOB_ROW_FAULT, "R-ROW-5",
+           std::string("a get into a row longer than the object answered ") +
+               kvblob_row_result_name(res) + "; R-ROW-5 wants FAULT");
+}
+
+void data_corrupt_never_ready(Context &c)
+{
+    auto d = c.open();
+    GuardedBuffer src(4096), dst(4096);
+    fill_pattern(src.data(), 4096, 4);
+    auto rs = c.reg(d, src), rd = c.reg(d, dst);
+    auto k = c.key("rot");
+    expect(c.run_one(d, OpKind::put, k, {make_span(rs, 0, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
+           "put not READY");
+    c.stage(d, "stage_corrupt", k, "R-ROW-6");
+    auto res = c.run_one(d, OpKind::get, k, {make_span(rd, 0, 4096)});
+    expect(res == KVBLOB_ROW_FAULT, "R-ROW-6",
+           std::string("a corrupted object is ") + kvblob_row_result_name(res) + ", not FAULT");
+}
+
+void data_failed_put_leaves_nothing(Context &c)
+{
+    auto d = c.open();
+    GuardedBuffer buf(2048);
+    auto r = c.reg(d, buf);
+    auto k = c.key("declined");
+    c.stage(d, "stage_full_pool", "R-ROW-8");
+    auto put = c.run_one(d, OpKind::put, k, {make_span(r, 0, 2048)});
+    c.stage(d, "release_staged", "R-ROW-8");
+    if (put == KVBLOB_ROW_READY) throw NotSupported("the staged full pool did not stop the put");
+    auto get = c.run_one(d, OpKind::get, k, {make_span(r, 0, 2048)});
+    expect(get != KVBLOB_ROW_READY, "R-ROW-8",
+           std::string("a put answered ") + kvblob_row_result_name(put) +
+               " left an object that a get reads as READY");
+}
+
+void data_binary_keys(Context &c)
+{
+    auto d = c.open();
+    const std::string base = c.key("bin");
+    const std::vector<std::string> keys = {
+        base,                               // a prefix of all the others
+        base + std::string("\0a", 2),       // NUL inside
+        base + std::string("\0b", 2),       // ... differing only in the last byte
+        base + std::string(1, '\0'),        // ending in NUL
+        base + "\xff",                      // a byte that is not text
+        base + std::string("\xff\0", 2),    // a prefix of it with a NUL more
+    };
+    constexpr uint64_t n = 256;
+    if (d.caps().max_rows_per_op < keys.size()) throw NotSupported("max_rows_per_op is below 6");
+    GuardedBuffer src(keys.size() * n), dst(keys.size() * n);
+    fill_pattern(src.data(), src.size(), 61);
+    auto rs = c.reg(d, src), rd = c.reg(d, dst);
+    Batch put, get;
+    for (size_t i = 0; i < keys.size(); ++i) {
+        put.row(keys[i], {make_span(rs, i * n, n)});
+        get.row(keys[i], {make_span(rd, i * n, n)});
+    }
+    auto pr = c.run(d, OpKind::put, put);  // one batch: the keys are distinct (R-ADM-4)
+    auto gr = c.run(d, OpKind::get, get);
+    for (size_t i = 0; i < keys.size(); ++i) {
+        expect(pr[i].result == KVBLOB_ROW_READY, "R-ROW-6",
+               "put of binary key " + std::to_string(i) + " is " +
+                   kvblob_row_result_name(pr[i].result));
+        expect(gr[i].result == KVBLOB_ROW_READY &&
+                   std::memcmp(src.data() + i * n, dst.data() + i * n, n) == 0,
+               "R-ROW-6",
+               "get of binary key " + std::to_string(i) + " is " +
+                   kvblob_row_result_name(gr[i].result) + " or holds another key's bytes");
+    }
+}
+
+void data_results_stable(Context &c)
+{
+    auto d = c.open();
+    GuardedBuffer src(64 * 100);
+    auto r = c.reg(d, src);
+    Batch b;
+    for (int i = 0; i < 100; ++i) b.row(c.key(std::to_string(i)), {make_span(r, i * 64, 64)});
+    auto op = c.admit(d, OpKind::put, b);
+    expect(c.settle(d, op), "R-ACC-2", "put did not settle");
+    auto first = c.results(d, op, 100);
+    std::this_thread::sleep_for(20ms);
+    auto second = c.results(d, op, 100);
+    for (int i = 0; i < 100; ++i)
+        expect(first[i].result == second[i].result, "R-ROW-1",
+               "row " + std::to_string(i) + " changed after the operation was final");
+}
+
 }  // namespace
 
+// The checks of this file, in run order.
 void add_data_checks(std::vector<Check> &out)
 {
-    out.push_back({"data.round-trip.one-row", {"R-ROW-1", "R-ROW-6"}, Level::must, 0, {},
-                   "one row of 4 KiB put and got back byte for byte",
-                   [](Context &c) { round_trip(c, 1, 4096, 1); }});
-    out.push_back({"data.round-trip.many-rows", {"R-ROW-1", "R-ROW-6"}, Level::must, 0, {},
-                   "256 rows of 4 KiB in one operation",
-                   [](Context &c) { round_trip(c, 256, 4096, 1); }});
-    out.push_back({"data.round-trip.many-regions", {"R-ROW-1", "R-ROW-6", "R-REG-1"}, Level::must, 0, {},
-                   "64 rows spread over 8 regions",
-                   [](Context &c) { round_trip(c, 64, 8192, 8); }});
-    out.push_back({"data.round-trip.large-rows", {"R-ROW-1", "R-ROW-6"}, Level::must, 0, {},
-                   "4 rows of 16 MiB",
-                   [](Context &c) {
-                       if (c.open().caps().max_object_bytes < (16u << 20))
-                           throw NotSupported("max_object_bytes is below 16 MiB");
-                       round_trip(c, 4, 16u << 20, 2);
-                   }});
-    out.push_back({"data.round-trip.batch-10000", {"R-ROW-1", "R-ADM-10"}, Level::must, 0, {},
-                   "one batch of 10,000 rows of 512 bytes",
-                   [](Context &c) {
-                       auto d = c.open();
-                       if (d.caps().max_rows_per_op < 10000) throw NotSupported("max_rows_per_op is below 10,000");
-                       round_trip(c, 10000, 512, 1);
-                   }});
-    out.push_back({"data.round-trip.multi-span", {"R-ROW-1", "R-ADM-5"}, Level::must, KVBLOB_CAP_MULTI_SPAN, {},
-                   "a row of three spans in two regions stores their concatenation",
-                   [](Context &c) {
-                       auto d = c.open();
-                       if (d.caps().max_spans_per_row < 3) throw NotSupported("max_spans_per_row is below 3");
-                       GuardedBuffer a(3000), b(3000), out(9000);
-                       fill_pattern(a.data(), 3000, 1);
-                       fill_pattern(b.data(), 3000, 2);
-                       auto ra = c.reg(d, a), rb = c.reg(d, b), ro = c.reg(d, out);
-                       auto k = c.key("m");
-                       expect(c.run_one(d, OpKind::put, k,
-                                        {make_span(ra, 0, 3000), make_span(rb, 0, 3000), make_span(ra, 1000, 1000)}) ==
-                                  KVBLOB_ROW_READY,
-                              "R-ROW-1", "multi-span put not READY");
-                       expect(c.run_one(d, OpKind::get, k, {make_span(ro, 0, 7000)}) == KVBLOB_ROW_READY, "R-ROW-1",
-                              "single-span get of a multi-span object not READY");
-                       expect(std::memcmp(out.data(), a.data(), 3000) == 0 &&
-                                  std::memcmp(out.data() + 3000, b.data(), 3000) == 0 &&
-                                  std::memcmp(out.data() + 6000, a.data() + 1000, 1000) == 0,
-                              "R-ROW-1", "the object is not the concatenation of the spans, in order");
-                   }});
-    // Other checks read a get that is not READY as proof that nothing was
-    // stored (Context::require_absent_not_ready): this one judges that
-    // behaviour, and they are blocked by it when it is broken.
-    out.push_back({"data.miss.untouched", {"R-ROW-3", "R-ROW-4", "R-ROW-6"}, Level::must, 0, {},
-                   "a get of an absent key is not READY (MISS with absent_is_miss), and MISS leaves the "
-                   "destination byte for byte",
-                   [](Context &c) {
-                       auto d = c.open();
-                       GuardedBuffer dst(4096);
-                       std::memset(dst.data(), 0xA7, 4096);
-                       auto r = c.reg(d, dst);
-                       auto res = c.run_one(d, OpKind::get, c.key("absent"), {make_span(r, 0, 4096)});
-                       const std::string answered =
-                           std::string("a get of a key never put answered ") + kvblob_row_result_name(res);
-                       if (d.has(KVBLOB_CAP_ABSENT_IS_MISS))
-                           expect(res == KVBLOB_ROW_MISS, "R-ROW-4",
-                                  answered + "; R-ROW-4 wants MISS from a driver that declares absent_is_miss");
-                       expect(res != KVBLOB_ROW_READY, "R-ROW-6",
-                              answered + "; R-ROW-6 wants no READY for bytes the driver did not verify (none exist)");
-                       if (res == KVBLOB_ROW_MISS)
-                           for (size_t i = 0; i < 4096; ++i)
-                               expect(dst.data()[i] == 0xA7, "R-ROW-3",
-                                      "a get answered MISS and wrote its destination at byte " + std::to_string(i) +
-                                          "; R-ROW-3 wants the destination untouched");
-                   }});
-    out.push_back({"data.absent-is-miss", {"R-ROW-4"}, Level::must, KVBLOB_CAP_ABSENT_IS_MISS, {},
-                   "with absent_is_miss, absent keys are MISS for get and probe",
-                   [](Context &c) {
-                       auto d = c.open();
-                       GuardedBuffer dst(64);
-                       auto r = c.reg(d, dst);
-                       auto res = c.run_one(d, OpKind::get, c.key("none"), {make_span(r, 0, 64)});
-                       expect(res == KVBLOB_ROW_MISS, "R-ROW-4",
-                              std::string("get of an absent key answered ") + kvblob_row_result_name(res) +
-                                  "; R-ROW-4 wants MISS");
-                       if (d.has(KVBLOB_CAP_PROBE)) {
-                           res = c.run_one(d, OpKind::probe, c.key("none"));
-                           expect(res == KVBLOB_ROW_MISS, "R-ROW-4",
-                                  std::string("probe of an absent key answered ") + kvblob_row_result_name(res) +
-                                      "; R-ROW-4 wants MISS");
-                       }
-                   }});
-    out.push_back({"data.put-existing.unchanged", {"R-ROW-7"}, Level::must, 0, {},
-                   "a second put of a key is READY and leaves the first object",
-                   [](Context &c) {
-                       auto d = c.open();
-                       GuardedBuffer a(2048), b(2048), out(2048);
-                       fill_pattern(a.data(), 2048, 10);
-                       fill_pattern(b.data(), 2048, 11);
-                       auto ra = c.reg(d, a), rb = c.reg(d, b), ro = c.reg(d, out);
-                       auto k = c.key("twice");
-                       expect(c.run_one(d, OpKind::put, k, {make_span(ra, 0, 2048)}) == KVBLOB_ROW_READY, "R-ROW-1",
-                              "first put not READY");
-                       expect(c.run_one(d, OpKind::put, k, {make_span(rb, 0, 2048)}) == KVBLOB_ROW_READY, "R-ROW-7",
-                              "a put of an existing key is not READY");
-                       expect(c.run_one(d, OpKind::get, k, {make_span(ro, 0, 2048)}) == KVBLOB_ROW_READY, "R-ROW-1",
-                              "get not READY");
-                       expect(std::memcmp(out.data(), a.data(), 2048) == 0, "R-ROW-7",
-                              "the second put rewrote the stored object");
-                   }});
-    out.push_back({"data.wrong-size.fault", {"R-ROW-5"}, Level::must, 0, {},
-                   "a get whose spans are shorter or longer than the object is FAULT; a longer object writes nothing",
-                   [](Context &c) {
-                       auto d = c.open();
-                       GuardedBuffer src(4096), dst(8192);
-                       fill_pattern(src.data(), 4096, 3);
-                       std::memset(dst.data(), 0x3C, 8192);
-                       auto rs = c.reg(d, src), rd = c.reg(d, dst);
-                       auto k = c.key("sized");
-                       expect(c.run_one(d, OpKind::put, k, {make_span(rs, 0, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
-                              "put not READY");
-                       auto res = c.run_one(d, OpKind::get, k, {make_span(rd, 0, 1024)});
-                       expect(res == KVBLOB_ROW_FAULT, "R-ROW-5",
-                              std::string("a get into a row shorter than the object answered ") +
-                                  kvblob_row_result_name(res) + "; R-ROW-5 wants FAULT");
-                       for (size_t i = 0; i < 8192; ++i)
-                           expect(dst.data()[i] == 0x3C, "R-ROW-5",
-                                  "an object longer than the row was written into it (byte " + std::to_string(i) + ")");
-                       res = c.run_one(d, OpKind::get, k, {make_span(rd, 0, 8192)});
-                       expect(res == KVBLOB_ROW_FAULT, "R-ROW-5",
-                              std::string("a get into a row longer than the object answered ") +
-                                  kvblob_row_result_name(res) + "; R-ROW-5 wants FAULT");
-                   }});
-    out.push_back({"data.corrupt.never-ready", {"R-ROW-6"}, Level::must, 0, {"stage_corrupt"},
-                   "an object corrupted at rest is FAULT, never READY with wrong bytes",
-                   [](Context &c) {
-                       auto d = c.open();
-                       GuardedBuffer src(4096), dst(4096);
-                       fill_pattern(src.data(), 4096, 4);
-                       auto rs = c.reg(d, src), rd = c.reg(d, dst);
-                       auto k = c.key("rot");
-                       expect(c.run_one(d, OpKind::put, k, {make_span(rs, 0, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
-                              "put not READY");
-                       c.stage(d, "stage_corrupt", k, "R-ROW-6");
-                       auto res = c.run_one(d, OpKind::get, k, {make_span(rd, 0, 4096)});
-                       expect(res == KVBLOB_ROW_FAULT, "R-ROW-6",
-                              std::string("a corrupted object is ") + kvblob_row_result_name(res) + ", not FAULT");
-                   }});
-    out.push_back({"data.failed-put.leaves-nothing", {"R-ROW-8"}, Level::must, 0, {"stage_full_pool", "release_staged"},
-                   "a put the driver could not complete leaves no object a reader can get",
-                   [](Context &c) {
-                       auto d = c.open();
-                       GuardedBuffer buf(2048);
-                       auto r = c.reg(d, buf);
-                       auto k = c.key("declined");
-                       c.stage(d, "stage_full_pool", "R-ROW-8");
-                       auto put = c.run_one(d, OpKind::put, k, {make_span(r, 0, 2048)});
-                       c.stage(d, "release_staged", "R-ROW-8");
-                       if (put == KVBLOB_ROW_READY) throw NotSupported("the staged full pool did not stop the put");
-                       auto get = c.run_one(d, OpKind::get, k, {make_span(r, 0, 2048)});
-                       expect(get != KVBLOB_ROW_READY, "R-ROW-8",
-                              std::string("a put answered ") + kvblob_row_result_name(put) +
-                                  " left an object that a get reads as READY");
-                   }});
-    out.push_back({"data.binary-keys", {"R-ROW-6", "R-ADM-4", "R-ADM-10"}, Level::must, 0, {},
-                   "keys are bytes: with NULs inside and at the end, differing only in their last byte, or "
-                   "prefixes of each other, each names its own object",
-                   [](Context &c) {
-                       auto d = c.open();
-                       const std::string base = c.key("bin");
-                       const std::vector<std::string> keys = {
-                           base,                               // a prefix of all the others
-                           base + std::string("\0a", 2),       // NUL inside
-                           base + std::string("\0b", 2),       // ... differing only in the last byte
-                           base + std::string(1, '\0'),        // ending in NUL
-                           base + "\xff",                      // a byte that is not text
-                           base + std::string("\xff\0", 2),    // a prefix of it with a NUL more
-                       };
-                       constexpr uint64_t n = 256;
-                       if (d.caps().max_rows_per_op < keys.size()) throw NotSupported("max_rows_per_op is below 6");
-                       GuardedBuffer src(keys.size() * n), dst(keys.size() * n);
-                       fill_pattern(src.data(), src.size(), 61);
-                       auto rs = c.reg(d, src), rd = c.reg(d, dst);
-                       Batch put, get;
-                       for (size_t i = 0; i < keys.size(); ++i) {
-                           put.row(keys[i], {make_span(rs, i * n, n)});
-                           get.row(keys[i], {make_span(rd, i * n, n)});
-                       }
-                       auto pr = c.run(d, OpKind::put, put);  // one batch: the keys are distinct (R-ADM-4)
-                       auto gr = c.run(d, OpKind::get, get);
-                       for (size_t i = 0; i < keys.size(); ++i) {
-                           expect(pr[i].result == KVBLOB_ROW_READY, "R-ROW-6",
-                                  "put of binary key " + std::to_string(i) + " is " +
-                                      kvblob_row_result_name(pr[i].result));
-                           expect(gr[i].result == KVBLOB_ROW_READY &&
-                                      std::memcmp(src.data() + i * n, dst.data() + i * n, n) == 0,
-                                  "R-ROW-6",
-                                  "get of binary key " + std::to_string(i) + " is " +
-                                      kvblob_row_result_name(gr[i].result) + " or holds another key's bytes");
-                       }
-                   }});
-    out.push_back({"data.key-space", {"R-KEY-1"}, Level::must, 0, {},
-                   "keys are compared whole, byte for byte: keys ending in each of the 256 byte values, pairs "
-                   "that differ only in ASCII case, and pairs that differ only in their last byte at lengths past "
-                   "250 bytes up to max_key_bytes each name their own object",
-                   [](Context &c) { key_space(c); }});
-    out.push_back({"data.results.stable", {"R-ROW-1"}, Level::must, 0, {},
-                   "a final operation has one valid result per row, and they never change",
-                   [](Context &c) {
-                       auto d = c.open();
-                       GuardedBuffer src(64 * 100);
-                       auto r = c.reg(d, src);
-                       Batch b;
-                       for (int i = 0; i < 100; ++i) b.row(c.key(std::to_string(i)), {make_span(r, i * 64, 64)});
-                       auto op = c.admit(d, OpKind::put, b);
-                       expect(c.settle(d, op), "R-ACC-2", "put did not settle");
-                       auto first = c.results(d, op, 100);
-                       std::this_thread::sleep_for(20ms);
-                       auto second = c.results(d, op, 100);
-                       for (int i = 0; i < 100; ++i)
-                           expect(first[i].result == second[i].result, "R-ROW-1",
-                                  "row " + std::to_string(i) + " changed after the operation was final");
-                   }});
+    const Check checks[] = {
+        {"data.round-trip.one-row", {"R-ROW-1", "R-ROW-6"}, Level::must, 0, {},
+         "one row of 4 KiB put and got back byte for byte",
+         data_round_trip_one_row},
+        {"data.round-trip.many-rows", {"R-ROW-1", "R-ROW-6"}, Level::must, 0, {},
+         "256 rows of 4 KiB in one operation",
+         data_round_trip_many_rows},
+        {"data.round-trip.many-regions", {"R-ROW-1", "R-ROW-6", "R-REG-1"}, Level::must, 0, {},
+         "64 rows spread over 8 regions",
+         data_round_trip_many_regions},
+        {"data.round-trip.large-rows", {"R-ROW-1", "R-ROW-6"}, Level::must, 0, {},
+         "4 rows of 16 MiB",
+         data_round_trip_large_rows},
+        {"data.round-trip.batch-10000", {"R-ROW-1", "R-ADM-10"}, Level::must, 0, {},
+         "one batch of 10,000 rows of 512 bytes",
+         data_round_trip_batch_10000},
+        {"data.round-trip.multi-span", {"R-ROW-1", "R-ADM-5"}, Level::must, KVBLOB_CAP_MULTI_SPAN, {},
+         "a row of three spans in two regions stores their concatenation",
+         data_round_trip_multi_span},
+        {"data.miss.untouched", {"R-ROW-3", "R-ROW-4", "R-ROW-6"}, Level::must, 0, {},
+         "a get of an absent key is not READY (MISS with absent_is_miss), and MISS leaves the "
+         "destination byte for byte",
+         data_miss_untouched},
+        {"data.absent-is-miss", {"R-ROW-4"}, Level::must, KVBLOB_CAP_ABSENT_IS_MISS, {},
+         "with absent_is_miss, absent keys are MISS for get and probe",
+         data_absent_is_miss},
+        {"data.put-existing.unchanged", {"R-ROW-7"}, Level::must, 0, {},
+         "a second put of a key is READY and leaves the first object",
+         data_put_existing_unchanged},
+        {"data.wrong-size.fault", {"R-ROW-5"}, Level::must, 0, {},
+         "a get whose spans are shorter or longer than the object is FAULT; a longer object writes nothing",
+         data_wrong_size_fault},
+        {"data.corrupt.never-ready", {"R-ROW-6"}, Level::must, 0, {"stage_corrupt"},
+         "an object corrupted at rest is FAULT, never READY with wrong bytes",
+         data_corrupt_never_ready},
+        {"data.failed-put.leaves-nothing", {"R-ROW-8"}, Level::must, 0, {"stage_full_pool", "release_staged"},
+         "a put the driver could not complete leaves no object a reader can get",
+         data_failed_put_leaves_nothing},
+        {"data.binary-keys", {"R-ROW-6", "R-ADM-4", "R-ADM-10"}, Level::must, 0, {},
+         "keys are bytes: with NULs inside and at the end, differing only in their last byte, or "
+         "prefixes of each other, each names its own object",
+         data_binary_keys},
+        {"data.key-space", {"R-KEY-1"}, Level::must, 0, {},
+         "keys are compared whole, byte for byte: keys ending in each of the 256 byte values, pairs "
+         "that differ only in ASCII case, and pairs that differ only in their last byte at lengths past "
+         "250 bytes up to max_key_bytes each name their own object",
+         data_key_space},
+        {"data.results.stable", {"R-ROW-1"}, Level::must, 0, {},
+         "a final operation has one valid result per row, and they never change",
+         data_results_stable},
+    };
+    out.insert(out.end(), std::begin(checks), std::end(checks));
 }
 
 }  // namespace kvblob::conformance

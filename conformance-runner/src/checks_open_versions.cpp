@@ -163,44 +163,50 @@ void expect_negotiated(const Context &c, uint32_t abi)
                            abi_version_text(abi));
 }
 
+void open_abi_1_0(Context &c)
+{
+    expect_negotiated(c, KVBLOB_ABI_1_0);
+    auto d = std::make_unique<RawDriver>(c);
+    const auto past = d->written_past_caps();
+    expect(past.empty(), "R-CAP-2",
+           "open at ABI 1.0 wrote past the capability record's struct_size, at " + past);
+    const uint64_t beyond = d->flags() & ~KVBLOB_CAP_KNOWN_MASK_1_0;
+    expect(beyond == 0, "R-CAP-2", "open at ABI 1.0 declared " + bit_names(beyond) +
+                                       ", which ABI 1.0 does not define");
+    d->exercise(c);
+    expect(d->tripped() == 0, "R-CAP-2",
+           "the driver called notify " + std::to_string(d->tripped()) +
+               " time(s) from past the end of a 1.0 services record");
+}
+
+void open_notify_unlent(Context &c)
+{
+    expect_negotiated(c, KVBLOB_ABI_1_1);
+    auto d = std::make_unique<RawDriver>(c);
+    const auto past = d->written_past_caps();
+    expect(past.empty(), "R-CAP-2",
+           "open at ABI 1.1 wrote past the capability record's struct_size, at " + past);
+    expect(!(d->flags() & KVBLOB_CAP_NOTIFY), "R-CAP-2",
+           "declared notify although the host lent no notify service");
+    d->exercise(c);
+}
+
 }  // namespace
 
+// The checks of this file, in run order, each with the host it is run as.
 void add_version_checks(std::vector<Check> &out)
 {
-    Check v1_0{"open.abi-1.0", {"R-CAP-2"}, Level::must, 0, {},
-               "opened by a host of ABI 1.0, the driver writes nothing past the 1.0 capability record, declares no "
-               "bit 1.0 does not define, and never calls the notify member a 1.0 services record does not hold",
-               [](Context &c) {
-                   expect_negotiated(c, KVBLOB_ABI_1_0);
-                   auto d = std::make_unique<RawDriver>(c);
-                   const auto past = d->written_past_caps();
-                   expect(past.empty(), "R-CAP-2",
-                          "open at ABI 1.0 wrote past the capability record's struct_size, at " + past);
-                   const uint64_t beyond = d->flags() & ~KVBLOB_CAP_KNOWN_MASK_1_0;
-                   expect(beyond == 0, "R-CAP-2", "open at ABI 1.0 declared " + bit_names(beyond) +
-                                                      ", which ABI 1.0 does not define");
-                   d->exercise(c);
-                   expect(d->tripped() == 0, "R-CAP-2",
-                          "the driver called notify " + std::to_string(d->tripped()) +
-                              " time(s) from past the end of a 1.0 services record");
-               }};
-    v1_0.host = {KVBLOB_ABI_1_0, false};
-    out.push_back(std::move(v1_0));
-    Check unlent{"open.notify-unlent", {"R-CAP-2"}, Level::must, 0, {},
-                 "opened at ABI 1.1 by a host that lends no notify service, the driver does not declare notify, "
-                 "writes nothing past the capability record, and completes a put polled",
-                 [](Context &c) {
-                     expect_negotiated(c, KVBLOB_ABI_1_1);
-                     auto d = std::make_unique<RawDriver>(c);
-                     const auto past = d->written_past_caps();
-                     expect(past.empty(), "R-CAP-2",
-                            "open at ABI 1.1 wrote past the capability record's struct_size, at " + past);
-                     expect(!(d->flags() & KVBLOB_CAP_NOTIFY), "R-CAP-2",
-                            "declared notify although the host lent no notify service");
-                     d->exercise(c);
-                 }};
-    unlent.host = {KVBLOB_ABI_1_1, false};
-    out.push_back(std::move(unlent));
+    const Check checks[] = {
+        {"open.abi-1.0", {"R-CAP-2"}, Level::must, 0, {},
+         "opened by a host of ABI 1.0, the driver writes nothing past the 1.0 capability record, declares no "
+         "bit 1.0 does not define, and never calls the notify member a 1.0 services record does not hold",
+         open_abi_1_0, {KVBLOB_ABI_1_0, false}},
+        {"open.notify-unlent", {"R-CAP-2"}, Level::must, 0, {},
+         "opened at ABI 1.1 by a host that lends no notify service, the driver does not declare notify, "
+         "writes nothing past the capability record, and completes a put polled",
+         open_notify_unlent, {KVBLOB_ABI_1_1, false}},
+    };
+    out.insert(out.end(), std::begin(checks), std::end(checks));
 }
 
 }  // namespace kvblob::conformance
