@@ -56,6 +56,23 @@ bool wait_for(redisContext *c, short events, const StallClock &clock, const std:
     }
 }
 
+// After a read that moved no byte (n <= 0): true to read again (EINTR,
+// or the socket became readable), false with c->err set (closed, failed,
+// or silent past the clock).
+bool read_again(redisContext *c, ssize_t n, const StallClock &clock, const std::atomic<bool> *stop)
+{
+    if (n == 0) {
+        fail(c, REDIS_ERR_EOF, "Server closed the connection");
+        return false;
+    }
+    if (errno == EINTR) return true;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        fail(c, REDIS_ERR_IO, std::strerror(errno));
+        return false;
+    }
+    return wait_for(c, POLLIN, clock, stop);
+}
+
 }  // namespace
 
 int StallClock::left_ms() const
@@ -164,16 +181,7 @@ ReplyPtr receive(redisContext *c, StallClock &clock, const std::atomic<bool> *st
             }
             continue;
         }
-        if (n == 0) {
-            fail(c, REDIS_ERR_EOF, "Server closed the connection");
-            return nullptr;
-        }
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            fail(c, REDIS_ERR_IO, std::strerror(errno));
-            return nullptr;
-        }
-        if (!wait_for(c, POLLIN, clock, stop)) return nullptr;
+        if (!read_again(c, n, clock, stop)) return nullptr;
     }
 }
 
@@ -211,16 +219,7 @@ bool read_into(redisContext *c, std::vector<iovec> iov, StallClock &clock, const
             advance(static_cast<size_t>(n));
             continue;
         }
-        if (n == 0) {
-            fail(c, REDIS_ERR_EOF, "Server closed the connection");
-            return false;
-        }
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            fail(c, REDIS_ERR_IO, std::strerror(errno));
-            return false;
-        }
-        if (!wait_for(c, POLLIN, clock, stop)) return false;
+        if (!read_again(c, n, clock, stop)) return false;
     }
     return true;
 }
@@ -260,16 +259,7 @@ BulkInto receive_bulk_into(redisContext *c, const std::vector<iovec> &into, Stal
             }
             continue;
         }
-        if (n == 0) {
-            fail(c, REDIS_ERR_EOF, "Server closed the connection");
-            return BulkInto::failed;
-        }
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            fail(c, REDIS_ERR_IO, std::strerror(errno));
-            return BulkInto::failed;
-        }
-        if (!wait_for(c, POLLIN, clock, stop)) return BulkInto::failed;
+        if (!read_again(c, n, clock, stop)) return BulkInto::failed;
     }
     r->pos += buffered;
     // The value, then the bulk string's closing CRLF, which must be there.
