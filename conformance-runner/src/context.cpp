@@ -202,19 +202,23 @@ bool Context::settle(Driver &d, kvblob_op_t *op) const
     const auto deadline = std::chrono::steady_clock::now() + op_timeout;
     // Once final, a driver that declares its access-end bound gets that
     // bound and a margin (access_wait.hpp), not the check's whole timeout.
+    // The time is what the battery saw (OpenWatch): a battery starved of
+    // the CPU does not count its own absence against the driver.
     const bool bounded = d.has(KVBLOB_CAP_ACCESS_BOUND);
-    std::optional<std::chrono::steady_clock::time_point> final_at;
+    OpenWatch open_after_final;
     auto pause = std::chrono::microseconds(1);
     for (;;) {
         uint32_t fin = 0;
         d.table().poll(d.handle(), op, &fin);
         const auto now = std::chrono::steady_clock::now();
         if (fin) {
-            if (!final_at) final_at = now;
             if (d.table().access(d.handle(), op) != KVBLOB_ACCESS_OPEN) return true;
-            if (bounded && now - *final_at > access_wait(d.caps()))
-                throw CheckFailure("R-ACC-2", "access still open " + ms_text(now - *final_at) +
-                                                  " after the results were seen final; the driver declares " +
+            open_after_final.saw_open(now);
+            if (bounded && open_after_final.seen() > access_wait(d.caps()))
+                throw CheckFailure("R-ACC-2", "access still open " + ms_text(open_after_final.seen()) +
+                                                  " after the results were seen final (" +
+                                                  ms_text(open_after_final.wall()) +
+                                                  " of wall time); the driver declares " +
                                                   ms_text(std::chrono::nanoseconds(d.caps().access_end_bound_ns)) +
                                                   " (the battery waits " + ms_text(access_wait(d.caps())) + ")");
         }
