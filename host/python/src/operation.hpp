@@ -128,6 +128,23 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
     }
 };
 
+// Operation as Python holds it: a plain CPython type, not a pybind class.
+// An engine makes one per batch and calls four or five of its methods:
+// through pybind each call is a dispatch (arguments into a vector, self
+// looked up by C++ type name) and each object an entry in pybind's instance
+// map; here a call is CPython's own (METH_NOARGS, METH_O, METH_FASTCALL) and
+// an object comes from the last ones freed.
+struct OperationObject {
+    PyObject_HEAD
+    std::shared_ptr<PyOperation> op;  // never empty while the object lives
+    PyObject *weakrefs;
+};
+
+// A new Python Operation holding op (a new reference); throws when Python
+// has no memory for it.
+PyObject *wrap_operation(std::shared_ptr<PyOperation> op);
+
+// Operation's type into m (after RowStatus and Access, which its methods hand out).
 void bind_operation(py::module_ &m);
 
 }  // namespace kvblob::python
