@@ -44,6 +44,9 @@ inline std::string_view key_view(const py::handle &key, size_t row)
 {
     if (PyBytes_Check(key.ptr())) return {PyBytes_AS_STRING(key.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(key.ptr()))};
     if (PyUnicode_Check(key.ptr())) {
+        // ASCII (most keys): its characters are its UTF-8, read in place.
+        if (PyUnicode_IS_COMPACT_ASCII(key.ptr()))
+            return {static_cast<const char *>(PyUnicode_DATA(key.ptr())), static_cast<size_t>(PyUnicode_GET_LENGTH(key.ptr()))};
         Py_ssize_t n = 0;
         if (const char *text = PyUnicode_AsUTF8AndSize(key.ptr(), &n)) return {text, static_cast<size_t>(n)};
         PyErr_Clear();

@@ -36,10 +36,7 @@ struct SubmitScratch {
 
     class Lease {
     public:
-        Lease() : own_(kept().in_use ? std::make_unique<SubmitScratch>() : nullptr), s_(own_ ? *own_ : kept())
-        {
-            s_.in_use = true;
-        }
+        Lease() : Lease(kept()) {}
         // With the GIL held (the keys are Python's): every submit's ends there.
         ~Lease()
         {
@@ -53,6 +50,12 @@ struct SubmitScratch {
         SubmitScratch *operator->() { return &s_; }
 
     private:
+        explicit Lease(SubmitScratch &kept)
+            : own_(kept.in_use ? std::make_unique<SubmitScratch>() : nullptr), s_(own_ ? *own_ : kept)
+        {
+            s_.in_use = true;
+        }
+        // Asked once per submit: a thread_local in a shared library costs a call to find.
         static SubmitScratch &kept()
         {
             thread_local SubmitScratch s;

@@ -14,7 +14,8 @@ namespace py = pybind11;
 
 std::string MessageBook::read(uint64_t row)
 {
-    if (row >= text.size()) return {};
+    if (row >= rows) return {};
+    if (text.empty()) text.resize(rows);
     if (text[row]) return *text[row];
     auto owner = op.lock();
     if (!owner || !owner->op.handle()) return {};  // released before anyone asked

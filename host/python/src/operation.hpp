@@ -67,7 +67,7 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
         if (!book || !book_final) {
             book = std::make_shared<MessageBook>();
             book->op = weak_from_this();
-            book->text.resize(rows.size());
+            book->rows = rows.size();
             book_held = book_capsule(book);
             book_final = final;
         }
