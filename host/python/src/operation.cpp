@@ -84,12 +84,14 @@ PyObject *optional_argument(const char *method, const char *name, PyObject *cons
 PyObject *op_poll(PyObject *self, PyObject *)
 {
     return guarded([&] {
-        Operation &op = operation_of(self).live();
+        PyOperation &o = operation_of(self);
+        Operation &op = o.live();
         bool final;
         {
             py::gil_scoped_release nogil;
             final = op.is_final();
         }
+        o.final_known = o.final_known || final;
         return PyBool_FromLong(final);
     });
 }
