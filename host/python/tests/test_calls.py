@@ -109,3 +109,23 @@ def test_a_submit_inside_a_submit_builds_its_own_batch(store):
         assert get.release() == "KVBLOB_OK"
     expected = np.concatenate([buf[0:3 * SIZE], buf[8 * SIZE:11 * SIZE]])
     assert np.array_equal(dst, expected)
+
+
+@pytest.mark.parametrize("size", [2**15 + 3, 2**30 + 3, 2**31 + 3, 2**60 + 3, 2**62 + 3, 2**63 + 3])
+def test_offsets_and_lengths_of_every_size_are_read_exactly(size):
+    # Small ints are read from CPython's own layout, larger ones asked of it;
+    # at each size the host must get the very number: the last byte of a
+    # region of that size is inside it, the byte after is not. The null
+    # driver (bench/null_driver) touches no byte, so the region's memory
+    # need not exist.
+    with kvblob.load("null").open({}) as driver:
+        region = driver.register_pointer(4096, size)
+        for offset, length in ((size - 1, 1), (0, size), (size - 2, 2)):
+            op = driver.put([("k", region, offset, length)])
+            assert op.wait(10) and op.count(kvblob.RowStatus.READY) == 1
+            assert op.release() == "KVBLOB_OK"
+        for offset, length in ((size, 1), (0, size + 1), (size - 1, 2)):
+            with pytest.raises(kvblob.CallError) as refused:
+                driver.put([("k", region, offset, length)])
+            assert refused.value.rule == "R-ADM-6" and "not wholly inside its region" in str(refused.value)
+        region.close()
