@@ -14,8 +14,8 @@ Python).
     PYTHONPATH=build/python /usr/bin/python3 bench/python_overhead.py --bench build/bin/kvblob-bench \
         [--batches 1,32] [--seconds 0.5] [--json]
 
-The goal is at most 2 us added per operation; the table says each figure
-and whether the goal is met, for each way of reading. It asserts nothing about speed: a loaded
+The goal is at most 1 us added per operation (at batch 32, issue 32); the
+table says each figure and whether the goal is met, for each way of reading. It asserts nothing about speed: a loaded
 machine slows both sides.
 """
 import argparse
@@ -30,7 +30,7 @@ import numpy as np
 import kvblob
 
 ROW_BYTES = 64
-GOAL_NS_PER_OP = 2000
+GOAL_NS_PER_OP = 1000
 
 
 def python_ns_per_op(driver, region, batch, seconds, read):
@@ -108,7 +108,7 @@ def main():
         return 0
     print(f"null driver, {ROW_BYTES}-byte rows, median operation of each side (submit, wait, every row's status, release);")
     print("python reads the statuses in one call (count) or one RowResult at a time (rows)")
-    print(f"{'batch':>6} {'read':>6} {'python ns/op':>13} {'c++ ns/op':>10} {'added ns/op':>12} {'added ns/row':>13}  goal <= 2 us/op")
+    print(f"{'batch':>6} {'read':>6} {'python ns/op':>13} {'c++ ns/op':>10} {'added ns/op':>12} {'added ns/row':>13}  goal <= {GOAL_NS_PER_OP / 1000:g} us/op")
     for f in figures:
         print(f"{f['batch']:>6} {f['read']:>6} {f['python_ns_per_op']:>13.0f} {f['cxx_ns_per_op']:>10.0f} "
               f"{f['added_ns_per_op']:>12.0f} {f['added_ns_per_row']:>13.1f}  {'met' if f['goal_met'] else 'missed'}")

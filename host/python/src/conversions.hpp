@@ -6,6 +6,9 @@
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#if PY_VERSION_HEX < 0x030B0000
+#include <longintrepr.h>  // PyLongObject's digits (from 3.11, Python.h has them)
+#endif
 
 #include <chrono>
 #include <cmath>
@@ -40,7 +43,7 @@ inline std::string type_name(const py::handle &h) { return py::str(py::type::han
 // A row's key as the bytes the driver gets: a bytes object's own, or a
 // str's UTF-8 (which CPython keeps with the str). Valid while key lives: the
 // caller holds it until the driver has the batch.
-inline std::string_view key_view(const py::handle &key, size_t row)
+[[gnu::noinline]] inline std::string_view key_view_other(const py::handle &key, size_t row)
 {
     if (PyBytes_Check(key.ptr())) return {PyBytes_AS_STRING(key.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(key.ptr()))};
     if (PyUnicode_Check(key.ptr())) {
@@ -51,6 +54,13 @@ inline std::string_view key_view(const py::handle &key, size_t row)
         throw py::cast_error("the key is not valid UTF-8");
     }
     bad_row(row, "R-ADM-4", "the key must be bytes or str, not " + type_name(key));
+}
+inline std::string_view key_view(const py::handle &key, size_t row)
+{
+    // An ASCII str (most keys): its characters are its UTF-8, read in place.
+    if (PyUnicode_Check(key.ptr()) && PyUnicode_IS_COMPACT_ASCII(key.ptr()))
+        return {static_cast<const char *>(PyUnicode_DATA(key.ptr())), static_cast<size_t>(PyUnicode_GET_LENGTH(key.ptr()))};
+    return key_view_other(key, row);
 }
 
 // A tuple or a list (a str or bytes is a key, not a sequence of fields).
@@ -86,11 +96,31 @@ private:
     bool exact_;
 };
 
-// An offset or a length: a non-negative integer (int, or anything with
-// __index__ such as numpy's integers; not bool) that fits in 64 bits.
-inline uint64_t span_number(const py::handle &h, size_t row, const char *what)
+// An exact int below 2^60 (2^30 from Python 3.12, whose layout is read
+// through its own accessors) read from the object as CPython lays it out,
+// with no call: most offsets and lengths. False for any other value.
+inline bool read_small_int(PyObject *h, uint64_t &v)
 {
-    if (PyLong_CheckExact(h.ptr())) {  // the usual case, read at once
+    if (!PyLong_CheckExact(h)) return false;
+#if PY_VERSION_HEX >= 0x030C0000
+    auto *l = reinterpret_cast<PyLongObject *>(h);
+    if (!PyUnstable_Long_IsCompact(l) || PyUnstable_Long_CompactValue(l) < 0) return false;
+    v = static_cast<uint64_t>(PyUnstable_Long_CompactValue(l));
+    return true;
+#else
+    const auto *digits = reinterpret_cast<PyLongObject *>(h)->ob_digit;
+    switch (Py_SIZE(h)) {
+    case 0: v = 0; return true;
+    case 1: v = digits[0]; return true;
+    case 2: v = digits[0] | static_cast<uint64_t>(digits[1]) << PyLong_SHIFT; return true;
+    default: return false;  // negative, or large: asked of CPython
+    }
+#endif
+}
+// Any offset or length but a small int (span_number).
+[[gnu::noinline]] inline uint64_t span_number_other(const py::handle &h, size_t row, const char *what)
+{
+    if (PyLong_CheckExact(h.ptr())) {  // an int, read at once
         const unsigned long long v = PyLong_AsUnsignedLongLong(h.ptr());
         if (v != static_cast<unsigned long long>(-1) || !PyErr_Occurred()) return v;
         PyErr_Clear();  // negative, or too large: said below
@@ -110,6 +140,15 @@ inline uint64_t span_number(const py::handle &h, size_t row, const char *what)
                                     " does not fit in 64 bits");
     }
     return v;
+}
+
+// An offset or a length: a non-negative integer (int, or anything with
+// __index__ such as numpy's integers; not bool) that fits in 64 bits.
+inline uint64_t span_number(const py::handle &h, size_t row, const char *what)
+{
+    uint64_t v;
+    if (read_small_int(h.ptr(), v)) return v;
+    return span_number_other(h, row, what);
 }
 
 // An option value as the text open receives: str as is, bool as

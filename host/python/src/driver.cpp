@@ -1,5 +1,6 @@
 #include "driver.hpp"
 
+#include "errors.hpp"
 #include "kvblob/host/capabilities.hpp"
 
 namespace kvblob::python {
@@ -20,9 +21,41 @@ py::dict capabilities_of(const kvblob_caps_t &caps)
     return d;
 }
 
+namespace {
+
+// put, get, probe and remove: an engine calls one per batch, so each is a
+// CPython method of its own (METH_O) rather than a pybind function, whose
+// dispatch would cost more than reading a batch of rows does.
+template <OpKind kind>
+PyObject *submit_method(PyObject *self, PyObject *rows)
+{
+    return guarded([&] {
+        const std::shared_ptr<PyDriver> *driver = driver_instances.holder(self);
+        if (!driver || !*driver) throw py::type_error("this Driver was not opened (Plugin.open makes them)");
+        return wrap_operation((*driver)->submit(kind, rows));
+    });
+}
+
+PyMethodDef submit_methods[] = {
+    {"put", submit_method<OpKind::put>, METH_O,
+     "put($self, rows, /)\n--\n\n"
+     "Stores each row's bytes under its key. rows: an iterable of (key, region, offset, length) or "
+     "(key, [(region, offset, length), ...]); a key is bytes or str. Returns the admitted Operation"},
+    {"get", submit_method<OpKind::get>, METH_O,
+     "get($self, rows, /)\n--\n\n"
+     "Reads each row's object into its spans; rows as for put. Returns the admitted Operation"},
+    {"probe", submit_method<OpKind::probe>, METH_O,
+     "probe($self, keys, /)\n--\n\nWhether each key is stored (READY) or not (MISS). Returns the admitted Operation"},
+    {"remove", submit_method<OpKind::remove>, METH_O,
+     "remove($self, keys, /)\n--\n\nRemoves each key's object. Returns the admitted Operation"},
+};
+
+}  // namespace
+
 void bind_driver(py::module_ &m)
 {
-    py::class_<PyDriver, std::shared_ptr<PyDriver>>(m, "Driver")
+    py::class_<PyDriver, std::shared_ptr<PyDriver>> driver(m, "Driver");
+    driver
         .def_property_readonly("name", [](PyDriver &d) { return d.get().name(); })
         .def_property_readonly("capabilities", [](PyDriver &d) { return capabilities_of(d.get().caps()); })
         .def_property_readonly("completion_fd", [](PyDriver &d) { return d.get().completion_fd(); },
@@ -34,10 +67,6 @@ void bind_driver(py::module_ &m)
              py::arg("device") = py::none(), py::arg("owner") = py::none(),
              "Registers raw memory: DEVICE memory on an ordinal when device is given (a tensor's data_ptr()); "
              "owner is kept alive with the region")
-        .def("put", [](PyDriver &d, const py::iterable &rows) { return d.submit(OpKind::put, rows); })
-        .def("get", [](PyDriver &d, const py::iterable &rows) { return d.submit(OpKind::get, rows); })
-        .def("probe", [](PyDriver &d, const py::iterable &keys) { return d.submit(OpKind::probe, keys); })
-        .def("remove", [](PyDriver &d, const py::iterable &keys) { return d.submit(OpKind::remove, keys); })
         .def("drain", [](PyDriver &d, std::optional<double> timeout) {
             Driver &drv = d.get();
             const auto ms = to_ms(timeout.value_or(30.0));
@@ -49,6 +78,13 @@ void bind_driver(py::module_ &m)
         // every asyncio task awaiting one of the driver's operations.
         .def("_close", &PyDriver::close, py::arg("timeout") = py::none())
         .def("__enter__", [](std::shared_ptr<PyDriver> d) { return d; });
+    driver_instances.bind();
+    auto *type = reinterpret_cast<PyTypeObject *>(driver.ptr());
+    for (PyMethodDef &method : submit_methods) {
+        auto descriptor = py::reinterpret_steal<py::object>(PyDescr_NewMethod(type, &method));
+        if (!descriptor) throw py::error_already_set();
+        driver.attr(method.ml_name) = descriptor;
+    }
 }
 
 }  // namespace kvblob::python

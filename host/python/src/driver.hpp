@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "conversions.hpp"
+#include "instances.hpp"
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/driver.hpp"
 #include "operation.hpp"
@@ -23,6 +24,47 @@
 namespace kvblob::python {
 
 namespace py = pybind11;
+
+// The vectors a submit builds its batch in, kept by each thread from one
+// submit to the next. A submit that starts while its thread's are in use (a
+// driver's call back into Python that submits again) gets its own.
+struct SubmitScratch {
+    std::vector<py::object> keys;  // emptied before the GIL is let go of for good
+    std::vector<kvblob_row_t> rows;
+    std::vector<kvblob_span_t> spans;
+    bool in_use = false;
+
+    class Lease {
+    public:
+        Lease() : Lease(kept()) {}
+        // With the GIL held (the keys are Python's): every submit's ends there.
+        ~Lease()
+        {
+            s_.keys.clear();
+            s_.rows.clear();
+            s_.spans.clear();
+            s_.in_use = false;
+        }
+        Lease(const Lease &) = delete;
+        Lease &operator=(const Lease &) = delete;
+        SubmitScratch *operator->() { return &s_; }
+
+    private:
+        explicit Lease(SubmitScratch &kept)
+            : own_(kept.in_use ? std::make_unique<SubmitScratch>() : nullptr), s_(own_ ? *own_ : kept)
+        {
+            s_.in_use = true;
+        }
+        // Asked once per submit: a thread_local in a shared library costs a call to find.
+        static SubmitScratch &kept()
+        {
+            thread_local SubmitScratch s;
+            return s;
+        }
+        std::unique_ptr<SubmitScratch> own_;
+        SubmitScratch &s_;
+    };
+};
 
 struct PyDriver {
     std::unique_ptr<Driver> driver;
@@ -96,21 +138,25 @@ struct PyDriver {
     }
 
     // rows: (key, [(region, offset, length), ...]) or (key, region, offset, length);
-    // probe and remove take bare keys. Lists serve as well as tuples. A
-    // malformed row is refused naming its index and what was expected.
+    // probe and remove take bare keys. Lists serve as well as tuples, and
+    // any iterable as well as a list. A malformed row is refused naming its
+    // index and what was expected.
     //
     // The batch points into the Python objects themselves (a key's bytes, a
-    // str's UTF-8), held here until the driver has it: no copy per row.
-    std::shared_ptr<PyOperation> submit(OpKind kind, const py::iterable &rows)
+    // str's UTF-8), held here until the driver has it: no copy per row. The
+    // vectors the batch is built in are this thread's, kept from one submit
+    // to the next (SubmitScratch): no allocation per call either.
+    std::shared_ptr<PyOperation> submit(OpKind kind, py::handle rows)
     {
         auto op = std::make_shared<PyOperation>();
         op->driver_serial = serial;
         const bool moves_bytes = kind == OpKind::put || kind == OpKind::get;
         const char *shape = moves_bytes ? "(key, region, offset, length) or (key, [(region, offset, length), ...])"
                                         : "a key (bytes or str)";
-        std::vector<py::object> keys;  // alive until submit returns: the rows point into them
-        std::vector<kvblob_row_t> out;
-        std::vector<kvblob_span_t> spans;  // every row's, in order; a row's count is its span_count
+        SubmitScratch::Lease scratch;
+        auto &keys = scratch->keys;    // alive until submit returns: the rows point into them
+        auto &out = scratch->rows;
+        auto &spans = scratch->spans;  // every row's, in order; a row's count is its span_count
         const bool exact = PyList_CheckExact(rows.ptr()) || PyTuple_CheckExact(rows.ptr());
         if (exact) {
             keys.reserve(Py_SIZE(rows.ptr()));
@@ -118,9 +164,9 @@ struct PyDriver {
             if (moves_bytes) spans.reserve(Py_SIZE(rows.ptr()));
         }
         size_t index = 0;
-        auto add_key = [&](py::object key) {
+        auto add_key = [&](const py::handle &key) {
             const std::string_view bytes = key_view(key, index);
-            keys.push_back(std::move(key));
+            keys.push_back(py::reinterpret_borrow<py::object>(key));
             out.push_back({sizeof(kvblob_row_t), 0, reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(),
                            nullptr});
         };
@@ -131,14 +177,16 @@ struct PyDriver {
         PyRegion *region_of_last = nullptr;
         auto span_of = [&](const py::handle &region, const py::handle &offset, const py::handle &length) {
             if (!region.is(last_region)) {
-                if (!py::isinstance<PyRegion>(region))
+                const std::shared_ptr<PyRegion> *r = region_instances.holds(region.ptr())
+                                                         ? region_instances.holder(region.ptr())
+                                                         : nullptr;
+                if (!r || !*r)
                     bad_row(index, "R-ADM-6", "a span's region must be a kvblob.Region (from Driver.register), not " +
                                                   type_name(region));
-                auto r = region.cast<std::shared_ptr<PyRegion>>();
-                if (std::find(op->regions.begin(), op->regions.end(), r) == op->regions.end())
-                    op->regions.push_back(r);
+                if (std::find(op->regions.begin(), op->regions.end(), *r) == op->regions.end())
+                    op->regions.push_back(*r);
                 last_region = py::reinterpret_borrow<py::object>(region);
-                region_of_last = r.get();
+                region_of_last = r->get();
             }
             if (!region_of_last->region) bad_row(index, "R-ADM-6", "a span names a region that was closed");
             const uint64_t off = span_number(offset, index, "offset"), len = span_number(length, index, "length");
@@ -146,9 +194,16 @@ struct PyDriver {
             ++out.back().span_count;
         };
         auto add_row = [&](const py::handle &row) {
+            // The usual row, (key, region, offset, length) in a tuple: read in place.
+            if (moves_bytes && PyTuple_CheckExact(row.ptr()) && PyTuple_GET_SIZE(row.ptr()) == 4) {
+                add_key(PyTuple_GET_ITEM(row.ptr(), 0));
+                span_of(PyTuple_GET_ITEM(row.ptr(), 1), PyTuple_GET_ITEM(row.ptr(), 2), PyTuple_GET_ITEM(row.ptr(), 3));
+                ++index;
+                return;
+            }
             if (!moves_bytes || PyBytes_Check(row.ptr()) || PyUnicode_Check(row.ptr())) {
                 if (is_fields(row) && Fields(row).size() == 1) add_key(Fields(row)[0]);
-                else if (PyBytes_Check(row.ptr()) || PyUnicode_Check(row.ptr())) add_key(py::reinterpret_borrow<py::object>(row));
+                else if (PyBytes_Check(row.ptr()) || PyUnicode_Check(row.ptr())) add_key(row);
                 else bad_row(index, "R-ADM-4", std::string("expected ") + shape + ", got a " + type_name(row));
                 ++index;
                 return;
@@ -225,6 +280,8 @@ struct PyDriver {
 
 // A driver's capabilities as a dict (flags by name, limits by field).
 py::dict capabilities_of(const kvblob_caps_t &caps);
+
+inline Instances<PyDriver> driver_instances;  // bound with Driver (bind_driver)
 
 void bind_driver(py::module_ &m);
 

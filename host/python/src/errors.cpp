@@ -40,4 +40,21 @@ void bind_errors(py::module_ &m)
     });
 }
 
+void set_python_error() noexcept
+{
+    try {
+        throw;
+    } catch (py::error_already_set &e) {
+        e.restore();
+    } catch (...) {
+        // The order pybind's dispatcher asks them in: module-local, then global
+        // (where register_exception_translator put the module's, before pybind's default).
+        if (py::detail::apply_exception_translators(py::detail::get_local_internals().registered_exception_translators))
+            return;
+        if (py::detail::apply_exception_translators(py::detail::get_internals().registered_exception_translators))
+            return;
+        PyErr_SetString(PyExc_SystemError, "kvblob: an exception escaped every translator");
+    }
+}
+
 }  // namespace kvblob::python

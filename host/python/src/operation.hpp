@@ -42,20 +42,36 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
                             "the operation was released, or its driver closed: its handle is dead");
         return op;
     }
+    // Whether the host has answered final already (wait, poll, settled, or
+    // results asked): final stays final (the host holds a driver that goes
+    // back to it, R-ROW-1), so results need not ask poll again first.
+    bool final_known = false;
+
     bool wait(std::optional<double> timeout)
     {
         Operation &o = live();
-        py::gil_scoped_release nogil;
-        return o.wait(to_ms(timeout));
+        const auto ms = to_ms(timeout);
+        bool settled;
+        {
+            py::gil_scoped_release nogil;
+            settled = o.wait(ms);
+        }
+        final_known = final_known || settled;
+        return settled;
     }
     // Each row's result as the host answers now, into rows; whether they
     // are final (the caller keeps final ones in last_final).
     bool ask_host(std::vector<kvblob::RowStatus> &rows)
     {
         Operation &o = live();
-        py::gil_scoped_release nogil;
-        const bool final = o.is_final();  // asked first: results read after it are final too
-        rows = o.results();
+        const bool known = final_known;
+        bool final;
+        {
+            py::gil_scoped_release nogil;
+            final = known || o.is_final();  // asked first: results read after it are final too
+            rows = o.results();
+        }
+        final_known = final;
         return final;
     }
     py::list results()
@@ -67,7 +83,7 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
         if (!book || !book_final) {
             book = std::make_shared<MessageBook>();
             book->op = weak_from_this();
-            book->text.resize(rows.size());
+            book->rows = rows.size();
             book_held = book_capsule(book);
             book_final = final;
         }
@@ -103,8 +119,14 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
     bool settled()
     {
         Operation &o = live();
-        py::gil_scoped_release nogil;
-        return o.is_final() && o.access() != KVBLOB_ACCESS_OPEN;
+        bool final, settled;
+        {
+            py::gil_scoped_release nogil;
+            final = o.is_final();
+            settled = final && o.access() != KVBLOB_ACCESS_OPEN;
+        }
+        final_known = final_known || final;
+        return settled;
     }
     // Releases the handle once settled; then the regions may go.
     kvblob_status release()
@@ -128,6 +150,23 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
     }
 };
 
+// Operation as Python holds it: a plain CPython type, not a pybind class.
+// An engine makes one per batch and calls four or five of its methods:
+// through pybind each call is a dispatch (arguments into a vector, self
+// looked up by C++ type name) and each object an entry in pybind's instance
+// map; here a call is CPython's own (METH_NOARGS, METH_O, METH_FASTCALL) and
+// an object comes from the last ones freed.
+struct OperationObject {
+    PyObject_HEAD
+    std::shared_ptr<PyOperation> op;  // never empty while the object lives
+    PyObject *weakrefs;
+};
+
+// A new Python Operation holding op (a new reference); throws when Python
+// has no memory for it.
+PyObject *wrap_operation(std::shared_ptr<PyOperation> op);
+
+// Operation's type into m (after RowStatus and Access, which its methods hand out).
 void bind_operation(py::module_ &m);
 
 }  // namespace kvblob::python

@@ -13,6 +13,7 @@ void bind_region(py::module_ &m)
         .def("close", &PyRegion::close, "Unregisters now (an operation that names it keeps it alive until released)")
         .def("__enter__", [](std::shared_ptr<PyRegion> r) { return r; })
         .def("__exit__", [](PyRegion &r, py::args) { r.close(); });
+    region_instances.bind();
 }
 
 }  // namespace kvblob::python

@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "instances.hpp"
 #include "kvblob/host/driver.hpp"
 
 namespace kvblob::python {
@@ -47,6 +48,8 @@ struct PyRegion {
         }
     }
 };
+
+inline Instances<PyRegion> region_instances;  // bound with Region (bind_region): submit reads a row's region through it
 
 void bind_region(py::module_ &m);
 

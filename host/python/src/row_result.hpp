@@ -45,7 +45,8 @@ struct PyOperation;
 // the one read before, or empty when none was.
 struct MessageBook {
     std::weak_ptr<PyOperation> op;
-    std::vector<std::optional<std::string>> text;
+    uint64_t rows = 0;
+    std::vector<std::optional<std::string>> text;  // sized to rows at the first message asked
     std::string read(uint64_t row);
 };
 
