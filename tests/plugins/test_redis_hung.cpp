@@ -20,11 +20,14 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto timeout = 1000ms;
-// What a hung server may add to the timeout before every row is final: the
-// socket buffers filling after the stop (bytes still move), one chunk
-// formatted, the rest of the batch failed at once; with room for a loaded
-// 2-core machine. Measured: see the MESSAGE lines.
-constexpr auto slack = 1500ms;
+// How long a hung server may keep a batch from being final. The driver
+// gives up on the node once, after its timeout, and fails the rest of the
+// batch at once: about the timeout plus the socket buffers filling (see the
+// MESSAGE lines). A driver that waited out the timeout per row, or per
+// command, would take a timeout for each of the batch's 64 or more rows.
+// The bound sits between the two, far from both, so a loaded machine's
+// scheduling cannot decide the test.
+constexpr auto hung_bound = timeout * 16;
 
 const char *single_url()
 {
@@ -145,12 +148,12 @@ TEST_CASE("redis driver: a hung server makes every row final within command_time
                 REQUIRE(op.wait(30s));
                 const auto fast = Clock::now() - again;
                 CHECK(op.results().at(0).result == KVBLOB_ROW_FAULT);
+                // Failed for the node being down, not by a timeout of its own.
                 CHECK_MESSAGE(op.message(0).find("taken as down") != std::string::npos, op.message(0));
-                CHECK(fast < timeout / 2);
                 MESSAGE(mib, " MiB ", what, " on a hung server: final after ", ms(took), " ms (command_timeout_ms=",
                         timeout.count(), "); the next operation failed in ", ms(fast), " ms");
             }
-            CHECK(took < timeout + slack);
+            CHECK(took < hung_bound);
             wait_serving(h, probe_buf);
         }
 
@@ -178,7 +181,7 @@ TEST_CASE("redis driver: a hung server makes every row final within command_time
             }
             MESSAGE(mib, " MiB put hung mid-batch: ", ready, " rows READY, the rest FAULT, final ", ms(took),
                     " ms after the stop");
-            CHECK(took < timeout + slack);
+            CHECK(took < hung_bound);
             wait_serving(h, probe_buf);
             // What was READY is stored whole.
             Batch check = batch_of(std::to_string(mib) + "/mid/", dst, rows, row_size);
