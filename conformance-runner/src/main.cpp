@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -90,6 +91,12 @@ struct Settings {
     std::string child_prefix;
     cli::PluginFlags flags;
 };
+
+// The probe (one open, then close, in a process of its own) is no check:
+// --timeout may be set short to catch a hanging operation quickly, and a
+// loaded machine's process start, plugin load and open must not fail the
+// run for it. It gets --timeout, and at least a minute.
+unsigned probe_timeout(const Settings &s) { return std::max(s.timeout, 60u); }
 
 // Declares every flag of app into s; returns --json's option, whose count
 // says whether it was given.
@@ -214,7 +221,7 @@ void explain_failed_probe(const Settings &s, const Spawned &raw, bool refused)
                           : std::string("interrupted"))
                   << "\n";
     else if (raw.timed_out)
-        std::cerr << what << "gave no answer within " << s.timeout << " s\n";
+        std::cerr << what << "gave no answer within " << probe_timeout(s) << " s\n";
     else if (said.forged_bytes > 0 || said.overflowed)
         std::cerr << what << "wrote to its report channel (descriptor " << child_result_fd
                   << ") text the probe did not write: code in the driver's process writes to a descriptor "
@@ -246,7 +253,7 @@ std::optional<int> probe_driver(const Settings &s, const Options &options, const
     std::vector<std::string> args = self_args;
     args.push_back("--child-probe");
     Spawned raw;
-    run_spawned(args, s.timeout, &raw);
+    run_spawned(args, probe_timeout(s), &raw);
     const bool exited_0 = WIFEXITED(raw.wait_status) && WEXITSTATUS(raw.wait_status) == 0;
     const bool refused = WIFEXITED(raw.wait_status) && WEXITSTATUS(raw.wait_status) == 3;
     const Records &said = raw.records;
