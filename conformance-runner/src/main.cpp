@@ -81,6 +81,10 @@ struct Settings {
     std::vector<std::string> filters, excludes;
     bool list = false, no_isolation = false, strict = false;
     bool json = false;  // --json given, with or without a file
+    // --shard K/N: this run takes the checks whose place in the battery is
+    // K-1 modulo N; N runs, each against a store of its own, run the whole
+    // battery side by side (a store whose leases make checks wait).
+    unsigned shard = 1, shards = 1;
     unsigned timeout = 60, repeat = 1, run_timeout = 1800, give_up_after = 3;
     uint64_t seed = 20261130;
     // The modes this program runs in when it starts itself afresh for the
@@ -119,6 +123,18 @@ CLI::Option *add_flags(CLI::App &app, Settings &s)
                    "Stop the run once this many checks in a row were TIMEOUT: the driver stopped answering, the checks "
                    "after them are not run (exit 1; default 3, 0 never)")
         ->transform(cli::Count(1000000, true));
+    app.add_option("--shard", "Run only the K-th of N parts of the battery, the checks whose place in it is K-1 modulo N "
+                              "(K/N, e.g. 2/3): N runs, each against a store of its own, run it whole side by side")
+        ->type_name("K/N")
+        ->each([&s](const std::string &v) {
+            unsigned k = 0, n = 0;
+            char slash = 0, rest = 0;
+            std::istringstream in(v);
+            if (!(in >> k >> slash >> n) || slash != '/' || (in >> rest) || v.find_first_not_of("0123456789/") != std::string::npos ||
+                n == 0 || n > 1000 || k == 0 || k > n)
+                throw CLI::ValidationError("'" + v + "' is not K/N with 1 <= K <= N <= 1000 (e.g. 2/3)");
+            s.shard = k, s.shards = n;
+        });
     app.add_flag("--no-isolation", s.no_isolation, "Run checks in this process (for a debugger)");
     app.add_option("--seed", s.seed, "Seed of the run's key prefix (default 20261130)");
     app.add_option("--repeat", s.repeat, "Run each check N times (races; default 1)")->transform(cli::Count(1000000));
@@ -300,6 +316,7 @@ public:
           rerun_prefix_(rerun_prefix), plugin_(plugin)
     {
         tally.strict = s.strict;
+        tally.shard = s.shards > 1 ? std::to_string(s.shard) + "/" + std::to_string(s.shards) : "";
     }
 
     // Runs (or skips) check index, repetition rep, and accounts for it.
@@ -310,6 +327,9 @@ public:
         if ((!s_.filters.empty() && !matches_any(s_.filters, c.id)) || matches_any(s_.excludes, c.id)) {
             o = {Status::skipped, "filtered out"};
             ++tally.unselected;
+        } else if (index % s_.shards != s_.shard - 1) {
+            o = {Status::skipped, "in another shard"};
+            ++tally.other_shards;
         } else if (auto missing = missing_need(c, offer); !missing.empty()) {
             o = {Status::not_supported, missing};
         } else if (tally.stopped = why_stopped(); !tally.stopped.empty()) {

@@ -34,6 +34,10 @@ struct Tally {
     // fails, and so does an applicable check left out by --filter/--exclude.
     bool strict = false;
     int unselected = 0;  // checks skipped by --filter/--exclude
+    // --shard K/N: "K/N", and the checks left to the other shards. Those
+    // are no gap in a strict run: the N shards together run them.
+    std::string shard;
+    int other_shards = 0;
     std::vector<std::string> waived;  // MUST checks that failed as expected (XFAIL)
     int ran = 0;  // rows whose check was run: a run of none certifies nothing
     // Why the run ended before every check ran (a stop request, the run's

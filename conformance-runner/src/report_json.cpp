@@ -61,6 +61,7 @@ void json_summary(std::ostream &out, const Tally &t)
         << ",\"passed\":" << t.passed << ",\"failed\":" << t.failed << ",\"skipped\":" << t.skipped
         << ",\"not_supported\":" << t.unsupported << ",\"xfail\":" << t.xfail << ",\"xpass\":" << t.xpass << ",\"blocked\":" << t.blocked << ",\"not_exercised\":" << t.not_exercised
         << ",\"strict\":" << (t.strict ? "true" : "false") << ",\"unselected\":" << t.unselected
+        << ",\"shard\":" << (t.shard.empty() ? "null" : json_quote(t.shard)) << ",\"other_shards\":" << t.other_shards
         << ",\"waived\":" << json_string_array(t.waived) << ",\"left\":{\"keys\":" << t.left_keys
         << ",\"bytes\":" << t.left_bytes << ",\"by\":" << json_string_array(t.left_by)
         << ",\"unknown\":" << json_string_array(t.left_unknown) << "}}}\n"

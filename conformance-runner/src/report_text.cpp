@@ -69,6 +69,9 @@ void print_summary(std::ostream &out, const Tally &t, const std::string &key_pre
     out << t.passed << " passed, " << t.failed << " failed, " << t.skipped << " skipped, " << t.unsupported
         << " not supported, " << t.not_exercised << " not exercised by this runner, " << t.xfail << " xfail, " << t.xpass << " xpass, " << t.blocked << " blocked\n"
         << t.verdict() << "\n";
+    if (!t.shard.empty())
+        out << "shard " << t.shard << ": " << t.other_shards << (t.other_shards == 1 ? " check" : " checks")
+            << " left to the other shards; the verdict is this shard's\n";
     if (t.strict && t.unselected > 0)
         out << "--strict: " << t.unselected << (t.unselected == 1 ? " check was" : " checks were")
             << " left out by --filter/--exclude; a strict run judges every applicable check\n";

@@ -287,3 +287,40 @@ TEST_CASE("--help shows the defaults that matter: the per-check timeout, the run
     CHECK(r.output.find("(default 1800)") != std::string::npos);
     CHECK(r.output.find("(default 20261130)") != std::string::npos);
 }
+
+// The ids of the checks a text report shows as run (or not supported).
+static std::set<std::string> reported_ids(const std::string &output)
+{
+    std::set<std::string> ids;
+    static const std::regex row(R"(^\[[A-Z_]+\] ([a-z0-9@.\-]+))");
+    std::istringstream lines(output);
+    for (std::string line; std::getline(lines, line);)
+        if (std::smatch m; std::regex_search(line, m, row)) ids.insert(m[1]);
+    return ids;
+}
+
+TEST_CASE("--shard K/N: the N shards run every selected check once between them, and a bad K/N is a usage error")
+{
+    const std::string selection = "--driver memory --filter 'data.*' --filter 'admission.*'";
+    const auto whole = runner(selection);
+    REQUIRE(whole.exit_code == 0);
+    const auto all = reported_ids(whole.output);
+    REQUIRE(all.size() >= 9);
+    std::set<std::string> seen;
+    for (int k = 1; k <= 3; ++k) {
+        const auto shard = runner(selection + " --shard " + std::to_string(k) + "/3");
+        CHECK(shard.exit_code == 0);
+        CHECK(shard.output.find("\nCONFORMANT\n") != std::string::npos);
+        CHECK(shard.output.find("\nshard " + std::to_string(k) + "/3: ") != std::string::npos);
+        const auto ids = reported_ids(shard.output);
+        CHECK(ids.size() >= 2);
+        CHECK(ids.size() < all.size());
+        for (const auto &id : ids) CHECK_MESSAGE(seen.insert(id).second, id << " ran in two shards");
+    }
+    CHECK(seen == all);
+    for (const char *bad : {"0/3", "4/3", "1/3x", "3", "1/0", "-1/3"}) {
+        const auto r = runner("--driver memory --shard '" + std::string(bad) + "'");
+        CHECK_MESSAGE(r.exit_code == 2, bad);
+        CHECK_MESSAGE(r.output.find("--shard: '" + std::string(bad) + "' is not K/N") != std::string::npos, r.output);
+    }
+}
