@@ -329,7 +329,7 @@ public:
             ++tally.unselected;
         } else if (index % s_.shards != s_.shard - 1) {
             o = {Status::skipped, "in another shard"};
-            ++tally.other_shards;
+            if (rep == 0) ++tally.other_shards;
         } else if (auto missing = missing_need(c, offer); !missing.empty()) {
             o = {Status::not_supported, missing};
         } else if (tally.stopped = why_stopped(); !tally.stopped.empty()) {

@@ -82,6 +82,15 @@ __attribute__((target("sse4.2"), noinline)) uint32_t crc_copy_sse42(uint32_t crc
     return crc_sse42(static_cast<uint32_t>(c), s, n);
 }
 
+// The rest of a checksum from n bytes on, copied to d as well with Copy:
+// where every wider path ends.
+template <bool Copy>
+__attribute__((target("sse4.2"))) inline uint32_t crc_rest(uint32_t crc, uint8_t *d, const uint8_t *s, size_t n)
+{
+    if constexpr (Copy) return crc_copy_sse42(crc, d, s, n);
+    return crc_sse42(crc, s, n);
+}
+
 // One crc32 instruction has a latency of three cycles and a throughput of
 // one per cycle, so a single chain of them runs at a third of the speed the
 // unit can. Long buffers are cut into blocks of three stripes, each stripe
@@ -150,8 +159,7 @@ __attribute__((target("sse4.2"))) uint32_t crc_striped(uint32_t crc, uint8_t *d,
         if constexpr (Copy) d += 3 * stripe;
         n -= 3 * stripe;
     }
-    if constexpr (Copy) return crc_copy_sse42(static_cast<uint32_t>(c0), d, s, n);
-    return crc_sse42(static_cast<uint32_t>(c0), s, n);
+    return crc_rest<Copy>(static_cast<uint32_t>(c0), d, s, n);
 }
 
 // Carry-less multiply folding (Intel, "Fast CRC Computation for Generic
@@ -199,6 +207,23 @@ FoldConstants fold_over(uint32_t bits)
     return {uint64_t{reflect32(xpow_mod(64 + bits - 1))} << 32, uint64_t{reflect32(xpow_mod(bits - 1))} << 32};
 }
 
+// The folded register, stored to lanes (its upper halves already cleared),
+// reduced with crc32 instructions, then the bytes from at on. The lanes are
+// read back one at a time through volatile: at -O3 GCC dropped the store
+// and extracted them from the register after the vzeroupper (a register
+// the vzeroupper leaves alone, zmm16), through ymm0, dirtying the upper
+// halves again.
+template <bool Copy>
+__attribute__((target("sse4.2"))) inline uint32_t finish_fold(const uint64_t *lanes, size_t count, uint8_t *d,
+                                                              const uint8_t *s, size_t at, size_t n)
+{
+    const volatile uint64_t *read = lanes;
+    uint64_t c = 0;
+    for (size_t i = 0; i < count; ++i) c = _mm_crc32_u64(c, read[i]);
+    // d is null where nothing is copied: no offset applied to it then.
+    return crc_rest<Copy>(static_cast<uint32_t>(c), Copy ? d + at : d, s + at, n - at);
+}
+
 struct FoldTables {
     FoldConstants by256 = fold_over(256 * 8), by64 = fold_over(64 * 8);
 };
@@ -239,8 +264,7 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) uint32_t crc_fold512(uint32
                                                                            const uint8_t *s, size_t n)
 {
     if (n < 256) {
-        if constexpr (Copy) return crc_copy_sse42(crc, d, s, n);
-        return crc_sse42(crc, s, n);
+        return crc_rest<Copy>(crc, d, s, n);
     }
     // Before the first 512-bit instruction: a call made after it costs a
     // vzeroupper and the registers' reload.
@@ -268,15 +292,7 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) uint32_t crc_fold512(uint32
     // every legacy SSE instruction after (the trailer's key digest, string
     // code) then paid a state transition: about 100 ns per 4 KiB row.
     _mm256_zeroupper();
-    // Read back one lane at a time through volatile: at -O3 GCC dropped the
-    // store above and extracted the lanes from the register after the
-    // vzeroupper (a register the vzeroupper leaves alone, zmm16), through
-    // ymm0, dirtying the upper halves again.
-    const volatile uint64_t *lanes = folded;
-    uint64_t c = 0;
-    for (int i = 0; i < 8; ++i) c = _mm_crc32_u64(c, lanes[i]);
-    if constexpr (Copy) return crc_copy_sse42(static_cast<uint32_t>(c), d + at, s + at, n - at);
-    return crc_sse42(static_cast<uint32_t>(c), s + at, n - at);
+    return finish_fold<Copy>(folded, std::size(folded), d, s, at, n);
 }
 
 // The same folding over 256-bit registers, for CPUs with VPCLMULQDQ but
@@ -324,8 +340,7 @@ __attribute__((target("avx2,vpclmulqdq,sse4.2"))) uint32_t crc_fold256(uint32_t 
                                                                         const uint8_t *s, size_t n)
 {
     if (n < 128) {
-        if constexpr (Copy) return crc_copy_sse42(crc, d, s, n);
-        return crc_sse42(crc, s, n);
+        return crc_rest<Copy>(crc, d, s, n);
     }
     // Before the first 256-bit instruction, as in crc_fold512.
     const FoldTables256 &tables = fold_tables256();
@@ -348,14 +363,10 @@ __attribute__((target("avx2,vpclmulqdq,sse4.2"))) uint32_t crc_fold256(uint32_t 
     for (; n - at >= 32; at += 32) a3 = fold256(a3, k32, load_block256<Copy>(d, s, at));
     alignas(32) uint64_t folded[4];
     _mm256_store_si256(reinterpret_cast<__m256i *>(folded), a3);
-    // Upper halves clean before any other code, and the lanes read back
-    // through volatile: both for the reasons crc_fold512 gives.
+    // Upper halves clean before any other code, for the reason crc_fold512
+    // gives.
     _mm256_zeroupper();
-    const volatile uint64_t *lanes = folded;
-    uint64_t c = 0;
-    for (int i = 0; i < 4; ++i) c = _mm_crc32_u64(c, lanes[i]);
-    if constexpr (Copy) return crc_copy_sse42(static_cast<uint32_t>(c), d + at, s + at, n - at);
-    return crc_sse42(static_cast<uint32_t>(c), s + at, n - at);
+    return finish_fold<Copy>(folded, std::size(folded), d, s, at, n);
 }
 
 #endif
