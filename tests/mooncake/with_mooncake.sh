@@ -71,7 +71,10 @@ started=0
 for attempt in $(seq 1 20); do
   rpc=$((20000 + RANDOM % 30000)); http=$((rpc + 1)); metrics=$((rpc + 2))
   if port_open "$rpc" || port_open "$http" || port_open "$metrics"; then continue; fi
-  "$master_bin" --rpc_address=127.0.0.1 --rpc_port="$rpc" \
+  # The master's own RUNPATH names the build folder it was linked in, which
+  # a prefix mounted or copied elsewhere lacks: its libasio.so is in the
+  # prefix's lib/.
+  LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$master_bin" --rpc_address=127.0.0.1 --rpc_port="$rpc" \
     --enable_http_metadata_server=true --http_metadata_server_host=127.0.0.1 \
     --http_metadata_server_port="$http" --metrics_port="$metrics" --enable_metric_reporting=false \
     ${lease_flags[@]+"${lease_flags[@]}"} >"$work/master.$attempt.log" 2>&1 &
@@ -88,7 +91,7 @@ for attempt in $(seq 1 20); do
 done
 if [ "$started" != 1 ]; then
   echo "with_mooncake.sh: could not start $master_bin on loopback; its last log:" >&2
-  tail -20 "$work"/master.*.log >&2 || true
+  tail -n 20 "$work"/master.*.log >&2 || true
   exit 1
 fi
 
@@ -112,6 +115,6 @@ sh -c "$*"
 rc=$?
 if ! kill -0 "$master" 2>/dev/null; then
   echo "with_mooncake.sh: the master is gone; its log:" >&2
-  tail -20 "$work"/master.*.log >&2 || true
+  tail -n 20 "$work"/master.*.log >&2 || true
 fi
 exit $rc
