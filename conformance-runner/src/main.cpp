@@ -130,8 +130,9 @@ CLI::Option *add_flags(CLI::App &app, Settings &s)
             unsigned k = 0, n = 0;
             char slash = 0, rest = 0;
             std::istringstream in(v);
-            if (!(in >> k >> slash >> n) || slash != '/' || (in >> rest) || v.find_first_not_of("0123456789/") != std::string::npos ||
-                n == 0 || n > 1000 || k == 0 || k > n)
+            const bool digits_slash_digits = v.find_first_not_of("0123456789/") == std::string::npos &&
+                                             (in >> k >> slash >> n) && slash == '/' && !(in >> rest);
+            if (!digits_slash_digits || n == 0 || n > 1000 || k == 0 || k > n)
                 throw CLI::ValidationError("'" + v + "' is not K/N with 1 <= K <= N <= 1000 (e.g. 2/3)");
             s.shard = k, s.shards = n;
         });
