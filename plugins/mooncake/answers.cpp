@@ -117,7 +117,7 @@ Answer put_answer(int64_t code, bool settled)
     if (code >= 0) return {KVBLOB_ROW_FAULT, "batch_put_from answered " + std::to_string(code) + ", not a put result"};
     if (is_capacity(code)) return {KVBLOB_ROW_DECLINED, code_name(code) + ": the pool has no room"};
     switch (code) {
-    case OBJECT_ALREADY_EXISTS:  // the client answers 0 for it; before_put asks first
+    case OBJECT_ALREADY_EXISTS:  // the driver asks about these rows (existing_answer); never reached
         return {KVBLOB_ROW_NOT_READY, code_name(code) + ": stored by another writer, complete or not"};
     case REPLICA_IS_NOT_READY:
     case OBJECT_HAS_REPLICATION_TASK:
@@ -151,14 +151,16 @@ Answer get_answer(int64_t read, uint64_t row_bytes, bool settled)
     }
 }
 
-std::optional<Answer> before_put(int64_t code)
+Answer existing_answer(int64_t code)
 {
-    if (code == OBJECT_NOT_FOUND) return std::nullopt;  // absent: the put goes ahead
-    if (code >= 0 || code == INVALID_PARAMS) return Answer{KVBLOB_ROW_READY, {}};
+    if (code >= 0 || code == INVALID_PARAMS) return {KVBLOB_ROW_READY, {}};
     if (code == REPLICA_IS_NOT_READY)
-        return Answer{KVBLOB_ROW_NOT_READY,
-                      code_name(code) + ": another writer holds the key and has not committed; nothing was put"};
-    return fault(code, "asking, before the put, whether the key is stored; nothing was put");
+        return {KVBLOB_ROW_NOT_READY,
+                code_name(code) + ": another writer holds the key and has not committed; nothing was put"};
+    if (code == OBJECT_NOT_FOUND)
+        return {KVBLOB_ROW_NOT_READY, "the key existed when the put began and was removed before the driver asked "
+                                      "whether it was complete; nothing was put (a retry may store it)"};
+    return fault(code, "asking whether the key the put found existing is complete; nothing was put");
 }
 
 Answer probe_answer(int64_t exists, int64_t size)

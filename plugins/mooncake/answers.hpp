@@ -8,7 +8,6 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
-#include <optional>
 #include <string>
 
 namespace kvblob::mooncake {
@@ -111,17 +110,15 @@ struct Answer {
 // A put's answer other than 0. settled: the call returned within
 // kTransferGiveUp, so a failed transfer is over (see above).
 Answer put_answer(int64_t code, bool settled);
-// Before a put, the driver asks batch_get_into for each key with an empty
-// span (no buffer, 0 bytes): the master's answer, with nothing moved and no
-// lease on a key that is absent or incomplete. This is the put's answer
-// from that code, or none when the key is absent and the put goes ahead:
-// OBJECT_NOT_FOUND none; a byte count, or INVALID_PARAMS (an object larger
-// than the empty span) READY, the object is stored whole already (R-ROW-7);
-// REPLICA_IS_NOT_READY NOT_READY, another writer holds it uncommitted
-// (R-ROW-2); any other code FAULT. Why ask first: this version's put
-// answers 0 for a key that exists, complete or not (the client turns the
-// master's OBJECT_ALREADY_EXISTS into success, storing nothing).
-std::optional<Answer> before_put(int64_t code);
+// A put's answer for a key the put found existing (OBJECT_ALREADY_EXISTS,
+// stored nothing), from what the driver asked next: batch_get_into with an
+// empty span (no buffer, 0 bytes), which moves nothing and leases nothing
+// absent or incomplete. A byte count, or INVALID_PARAMS (an object larger
+// than the empty span): READY, the object is stored whole (R-ROW-7);
+// REPLICA_IS_NOT_READY: NOT_READY, another writer holds it uncommitted
+// (R-ROW-2); OBJECT_NOT_FOUND: NOT_READY, removed since the put found it
+// (a retry may store it); any other code FAULT.
+Answer existing_answer(int64_t code);
 // A get's answer: bytes read (>= 0) or a code; row_bytes is what the row's
 // span holds.
 Answer get_answer(int64_t read, uint64_t row_bytes, bool settled);

@@ -191,6 +191,9 @@ bool settled_since(Clock::time_point t0) { return Clock::now() - t0 < kTransferG
 // (another process's, perhaps another machine's) has surely seen it end.
 constexpr std::chrono::milliseconds kLeaseClockSlack{50};
 
+// The put the driver calls (store_api.hpp), as its messages name it.
+constexpr const char *kPutCall = "kvblob_mooncake_batch_put_from_reporting_existing";
+
 }  // namespace
 
 void MooncakeDriver::set_answer(Op &op, size_t row, Answer answer, int64_t code)
@@ -205,45 +208,12 @@ void MooncakeDriver::put(Op &op, const std::vector<size_t> &rows)
     BatchArgs a = batch_args(op, rows);
     // A key another put of this driver is writing: NOT_READY, unasked.
     WritingKeys::Claim claim(writing_, a.keys);
-    // This version's put answers 0 for a key that exists, complete or still
-    // being written by another client, and stores nothing. So the driver
-    // asks first, with an empty get (no buffer, 0 bytes): it moves nothing,
-    // and leases nothing that is absent or incomplete, so the put's own
-    // object carries no lease of the driver's making (a remove right after
-    // the put is not refused). The race it leaves: a writer whose put starts
-    // between this question and the put is not seen, and the put answers
-    // READY while that writer is still at work (README.md in this folder).
-    std::vector<size_t> ask;  // indexes into rows
+    std::vector<size_t> to_put;  // indexes into rows
     for (size_t k = 0; k < rows.size(); ++k) {
-        if (claim.claimed[k]) ask.push_back(k);
+        if (claim.claimed[k]) to_put.push_back(k);
         else
             set_row(op, rows[k], KVBLOB_ROW_NOT_READY, 0,
                     "another operation of this driver is writing this key and has not finished");
-    }
-    if (ask.empty()) return;
-    std::vector<const char *> ask_keys;
-    for (size_t k : ask) ask_keys.push_back(a.key_ptrs[k]);
-    std::vector<void *> no_buffers(ask.size(), nullptr);
-    std::vector<size_t> no_sizes(ask.size(), 0);
-    std::vector<int64_t> stored(ask.size(), kUnwritten);
-    const int ask_rc = api_.batch_get_into(store_, ask_keys.data(), no_buffers.data(), no_sizes.data(), ask.size(),
-                                           stored.data());
-    std::vector<size_t> to_put;  // indexes into rows
-    for (size_t e = 0; e < ask.size(); ++e) {
-        const size_t k = ask[e];
-        if (ask_rc != 0) {
-            Answer answer = whole_call_failure("mooncake_store_batch_get_into", ask_rc, false);
-            answer.message = "asking, before the put, whether the key is stored: " + answer.message +
-                             "; nothing was put";
-            set_answer(op, rows[k], std::move(answer), ask_rc);
-        } else if (stored[e] == kUnwritten) {
-            set_answer(op, rows[k], unwritten_slot("mooncake_store_batch_get_into", false), 0);
-        } else if (auto answer = before_put(stored[e])) {
-            if (answer->result == KVBLOB_ROW_READY) own_leases_.took(a.keys[k]);  // the master leased it
-            set_answer(op, rows[k], std::move(*answer), stored[e]);
-        } else {
-            to_put.push_back(k);
-        }
     }
     if (to_put.empty()) return;
     std::vector<const char *> keys;
@@ -254,22 +224,59 @@ void MooncakeDriver::put(Op &op, const std::vector<size_t> &rows)
         buffers.push_back(a.buffers[k]);
         sizes.push_back(a.sizes[k]);
     }
+    // The put that answers OBJECT_ALREADY_EXISTS for a key that exists,
+    // complete or being written by another client, where Mooncake's own
+    // answers 0 (plugins/mooncake/library/): 0 means this call stored the
+    // bytes, so only keys that existed need a question.
     std::vector<int> results(to_put.size(), kUnwritten);
     ReplicateConfig config{replicas_, 0, 0, nullptr, 0};
     const auto t0 = Clock::now();
-    const int rc = api_.batch_put_from(store_, keys.data(), buffers.data(), sizes.data(), to_put.size(), &config,
-                                       results.data());
+    const int rc = api_.batch_put_reporting_existing(store_, keys.data(), buffers.data(), sizes.data(),
+                                                     to_put.size(), &config, results.data());
     const bool settled = settled_since(t0);
+    std::vector<size_t> existed;  // indexes into rows
     for (size_t e = 0; e < to_put.size(); ++e) {
         const size_t row = rows[to_put[e]];
         if (rc != 0)
-            set_answer(op, row, whole_call_failure("mooncake_store_batch_put_from", rc, true), rc);
+            set_answer(op, row, whole_call_failure(kPutCall, rc, true), rc);
         else if (results[e] == kUnwritten)
-            set_answer(op, row, unwritten_slot("mooncake_store_batch_put_from", true), 0);
+            set_answer(op, row, unwritten_slot(kPutCall, true), 0);
         else if (results[e] == OK)
-            set_answer(op, row, {KVBLOB_ROW_READY, {}}, 0);  // absent a moment ago, stored now
+            set_answer(op, row, {KVBLOB_ROW_READY, {}}, 0);
+        else if (results[e] == OBJECT_ALREADY_EXISTS)
+            existed.push_back(to_put[e]);
         else
             set_answer(op, row, put_answer(results[e], settled), results[e]);
+    }
+    if (!existed.empty()) answer_existing(op, rows, a, existed);
+}
+
+void MooncakeDriver::answer_existing(Op &op, const std::vector<size_t> &rows, const BatchArgs &a,
+                                     const std::vector<size_t> &existed)
+{
+    // Complete, or still another writer's? An empty get (no buffer, 0
+    // bytes) tells, moving nothing and leasing only a complete object.
+    std::vector<const char *> keys;
+    for (size_t k : existed) keys.push_back(a.key_ptrs[k]);
+    std::vector<void *> no_buffers(existed.size(), nullptr);
+    std::vector<size_t> no_sizes(existed.size(), 0);
+    std::vector<int64_t> stored(existed.size(), kUnwritten);
+    const int rc =
+        api_.batch_get_into(store_, keys.data(), no_buffers.data(), no_sizes.data(), existed.size(), stored.data());
+    for (size_t e = 0; e < existed.size(); ++e) {
+        const size_t k = existed[e];
+        if (rc != 0) {
+            Answer answer = whole_call_failure("mooncake_store_batch_get_into", rc, false);
+            answer.message = "asking whether the key the put found existing is complete: " + answer.message +
+                             "; nothing was put";
+            set_answer(op, rows[k], std::move(answer), rc);
+        } else if (stored[e] == kUnwritten) {
+            set_answer(op, rows[k], unwritten_slot("mooncake_store_batch_get_into", false), 0);
+        } else {
+            Answer answer = existing_answer(stored[e]);
+            if (answer.result == KVBLOB_ROW_READY) own_leases_.took(a.keys[k]);  // the master leased it
+            set_answer(op, rows[k], std::move(answer), stored[e]);
+        }
     }
 }
 

@@ -75,6 +75,9 @@ private:
     BatchArgs batch_args(const Op &op, const std::vector<size_t> &rows) const;
 
     void put(Op &op, const std::vector<size_t> &rows);
+    // The answers of a put's rows whose keys existed (indexes into rows).
+    void answer_existing(Op &op, const std::vector<size_t> &rows, const BatchArgs &a,
+                         const std::vector<size_t> &existed);
     void get(Op &op, const std::vector<size_t> &rows);
     void probe(Op &op, const std::vector<size_t> &rows);
     void remove(Op &op, const std::vector<size_t> &rows);

@@ -43,6 +43,11 @@ StoreLibrary::StoreLibrary(const std::string &path)
         resolve(handle_, path, "mooncake_store_setup", api_.setup, true);
         resolve(handle_, path, "mooncake_store_health_check", api_.health_check, true);
         resolve(handle_, path, "mooncake_store_batch_put_from", api_.batch_put_from, true);
+        resolve(handle_, path, "kvblob_mooncake_batch_put_from_reporting_existing", api_.batch_put_reporting_existing,
+                false);
+        if (!api_.batch_put_reporting_existing)
+            throw std::runtime_error(path + " has no symbol kvblob_mooncake_batch_put_from_reporting_existing: it was "
+                                            "built by an older scripts/build-mooncake; run that script again");
         resolve(handle_, path, "mooncake_store_batch_get_into", api_.batch_get_into, true);
         resolve(handle_, path, "mooncake_store_batch_is_exist", api_.batch_is_exist, true);
         resolve(handle_, path, "mooncake_store_get_size", api_.get_size, true);

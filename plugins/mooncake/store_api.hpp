@@ -7,7 +7,8 @@
 // and reads results whose conventions change between versions, so it loads
 // only a library that says it was built from the sources it was written
 // for: upstream's library carries no version, so scripts/build-mooncake
-// links one in, as the symbol kvblob_mooncake_source_version.
+// links one in, as the symbol kvblob_mooncake_source_version, beside a put
+// that reports keys that exist (plugins/mooncake/library/).
 #pragma once
 
 #include <cstddef>
@@ -42,6 +43,12 @@ struct StoreApi {
     int (*health_check)(mooncake_store_t);
     int (*batch_put_from)(mooncake_store_t, const char **keys, void **buffers, const size_t *sizes, size_t count,
                           const ReplicateConfig *config, int *results_out);
+    // int kvblob_mooncake_batch_put_from_reporting_existing(...): batch_put_from,
+    // except that a key that exists (complete, or being written by another
+    // client) answers OBJECT_ALREADY_EXISTS, not 0 (scripts/build-mooncake
+    // adds it, plugins/mooncake/library/).
+    int (*batch_put_reporting_existing)(mooncake_store_t, const char **keys, void **buffers, const size_t *sizes,
+                                        size_t count, const ReplicateConfig *config, int *results_out);
     int (*batch_get_into)(mooncake_store_t, const char **keys, void **buffers, const size_t *sizes, size_t count,
                           int64_t *results_out);
     int (*batch_is_exist)(mooncake_store_t, const char **keys, size_t count, int *results_out);

@@ -47,14 +47,17 @@ std::vector<std::pair<std::string, std::string>> run(const StoreApi &a, const st
     note("register_buffer", a.register_buffer(s, region.data(), region.size()));
     note("register_buffer overlapping", a.register_buffer(s, region.data() + kSize, kSize));
 
-    const std::string k1 = tag + "/one", absent = tag + "/absent", fresh = tag + "/fresh";
+    const std::string k1 = tag + "/one", absent = tag + "/absent", fresh = tag + "/fresh", fresh2 = tag + "/fresh2";
     ReplicateConfig config{1, 0, 0, nullptr, 0};
-    auto put = [&](const std::string &key, void *buf, size_t size) {
+    // Through Mooncake's batch_put_from, or (reporting) the put that
+    // scripts/build-mooncake adds, which the driver calls.
+    auto put = [&](const std::string &key, void *buf, size_t size, bool reporting = false) {
         const char *keys[] = {key.c_str()};
         void *bufs[] = {buf};
         size_t sizes[] = {size};
         int result = INT32_MIN;
-        const int rc = a.batch_put_from(s, keys, bufs, sizes, 1, &config, &result);
+        const int rc = (reporting ? a.batch_put_reporting_existing : a.batch_put_from)(s, keys, bufs, sizes, 1,
+                                                                                      &config, &result);
         return rc != 0 ? "call " + std::to_string(rc) : std::to_string(result);
     };
     auto get = [&](const std::string &key, void *buf, size_t size) {
@@ -79,6 +82,9 @@ std::vector<std::pair<std::string, std::string>> run(const StoreApi &a, const st
     out.emplace_back("empty get, stored", get(k1, nullptr, 0));
     out.emplace_back("remove right after empty get", std::to_string(a.remove(s, k1.c_str(), 0)));
     out.emplace_back("put same key again", put(k1, src + 1, kSize));
+    out.emplace_back("put same key again, reporting existing", put(k1, src + 1, kSize, true));
+    out.emplace_back("put another key, reporting existing", put(fresh2, src + kSize, kSize, true));
+    out.emplace_back("remove right after reporting put", std::to_string(a.remove(s, fresh2.c_str(), 0)));
     out.emplace_back("put another key", put(fresh, src + kSize, kSize));
     out.emplace_back("remove right after put", std::to_string(a.remove(s, fresh.c_str(), 0)));
     out.emplace_back("is_exist stored", exist(k1));
@@ -108,6 +114,8 @@ std::vector<std::pair<std::string, std::string>> run(const StoreApi &a, const st
         void *bufs[] = {src};
         size_t sizes[] = {kSize};
         note("batch_put_from, results NULL", a.batch_put_from(s, keys, bufs, sizes, 1, &config, nullptr));
+        note("put reporting existing, results NULL",
+             a.batch_put_reporting_existing(s, keys, bufs, sizes, 1, &config, nullptr));
         note("batch_get_into, results NULL", a.batch_get_into(s, keys, bufs, sizes, 1, nullptr));
         note("batch_is_exist, results NULL", a.batch_is_exist(s, keys, 1, nullptr));
     }

@@ -87,6 +87,14 @@ int mooncake_store_batch_put_from(void *s, const char **keys, void **buffers, co
     return f(s, keys, buffers, sizes, count, config, take() ? nullptr : results_out);
 }
 
+int kvblob_mooncake_batch_put_from_reporting_existing(void *s, const char **keys, void **buffers, const size_t *sizes,
+                                                      size_t count, const void *config, int *results_out)
+{
+    static auto f = fn<int (*)(void *, const char **, void **, const size_t *, size_t, const void *, int *)>(
+        "kvblob_mooncake_batch_put_from_reporting_existing");
+    return f(s, keys, buffers, sizes, count, config, take() ? nullptr : results_out);
+}
+
 int mooncake_store_batch_get_into(void *s, const char **keys, void **buffers, const size_t *sizes, size_t count,
                                   int64_t *results_out)
 {

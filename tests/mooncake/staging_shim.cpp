@@ -25,9 +25,10 @@
 //   noticed the dead node and forgotten KEY (its client TTL, 10 s by
 //   default), so no later put is placed in the dead segment. The
 //   foreign writer's release waits so too.
-// - "unprovable" KEY: the next batch_put_from reaches the real library with
-//   a NULL results array, which it refuses (-1, nothing written) through its
-//   own code: the answer it gives for an exception caught mid-transfer.
+// - "unprovable" KEY: the next put (batch_put_from, or the put that reports
+//   existing keys) reaches the real library with a NULL results array,
+//   which it refuses (-1, nothing written) through its own code: the
+//   answer it gives for an exception caught mid-transfer.
 // - "release": ends every stage of this client.
 //
 // Everything staged by a client is released when that client is destroyed.
@@ -357,6 +358,18 @@ Stages *stages_of(void *store)
     return it == stages.end() ? nullptr : it->second.get();
 }
 
+// Whether this put is the one "unprovable" staged.
+bool take_refusal(void *s)
+{
+    bool refuse = false;
+    if (Stages *st = stages_of(s)) {
+        std::lock_guard lock(stages_mu);
+        refuse = st->refuse_next_put;
+        st->refuse_next_put = false;
+    }
+    return refuse;
+}
+
 }  // namespace
 
 extern "C" {
@@ -409,13 +422,15 @@ int mooncake_store_health_check(void *s)
 int mooncake_store_batch_put_from(void *s, const char **keys, void **buffers, const size_t *sizes, size_t count,
                                   const void *config, int *results_out)
 {
-    bool refuse = false;
-    if (Stages *st = stages_of(s)) {
-        std::lock_guard lock(stages_mu);
-        refuse = st->refuse_next_put;
-        st->refuse_next_put = false;
-    }
-    return api().batch_put_from(s, keys, buffers, sizes, count, config, refuse ? nullptr : results_out);
+    return api().batch_put_from(s, keys, buffers, sizes, count, config, take_refusal(s) ? nullptr : results_out);
+}
+
+int kvblob_mooncake_batch_put_from_reporting_existing(void *s, const char **keys, void **buffers, const size_t *sizes,
+                                                      size_t count, const void *config, int *results_out)
+{
+    static auto f = fn<int (*)(void *, const char **, void **, const size_t *, size_t, const void *, int *)>(
+        "kvblob_mooncake_batch_put_from_reporting_existing");
+    return f(s, keys, buffers, sizes, count, config, take_refusal(s) ? nullptr : results_out);
 }
 
 int mooncake_store_batch_get_into(void *s, const char **keys, void **buffers, const size_t *sizes, size_t count,

@@ -20,12 +20,13 @@ using namespace kvblob::mooncake;
 
 TEST_CASE("mooncake answers: every store answer becomes the row result its rule asks for")
 {
-    // put: asked first with an empty get (before_put); none means "put it"
-    CHECK_FALSE(before_put(OBJECT_NOT_FOUND).has_value());
-    CHECK(before_put(INVALID_PARAMS)->result == KVBLOB_ROW_READY);        // stored whole before (R-ROW-7)
-    CHECK(before_put(0)->result == KVBLOB_ROW_READY);                     // an empty object, stored before
-    CHECK(before_put(REPLICA_IS_NOT_READY)->result == KVBLOB_ROW_NOT_READY);  // another writer holds it (R-ROW-2)
-    CHECK(before_put(RPC_FAIL)->result == KVBLOB_ROW_FAULT);
+    // put: a key the put found existing is asked about with an empty get
+    CHECK(existing_answer(INVALID_PARAMS).result == KVBLOB_ROW_READY);        // stored whole (R-ROW-7)
+    CHECK(existing_answer(0).result == KVBLOB_ROW_READY);                     // an empty object, stored
+    CHECK(existing_answer(REPLICA_IS_NOT_READY).result == KVBLOB_ROW_NOT_READY);  // another writer holds it (R-ROW-2)
+    CHECK(existing_answer(OBJECT_NOT_FOUND).result == KVBLOB_ROW_NOT_READY);  // removed since: not stored, not MISS
+    CHECK(existing_answer(RPC_FAIL).result == KVBLOB_ROW_FAULT);
+    CHECK(put_answer(OBJECT_ALREADY_EXISTS, true).result == KVBLOB_ROW_NOT_READY);  // never READY unasked
     CHECK(put_answer(OK, true).result == KVBLOB_ROW_FAULT);  // 0 alone proves nothing
     CHECK(put_answer(REPLICA_IS_NOT_READY, true).result == KVBLOB_ROW_NOT_READY);
     CHECK(put_answer(NO_AVAILABLE_HANDLE, true).result == KVBLOB_ROW_DECLINED);

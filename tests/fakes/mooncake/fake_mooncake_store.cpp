@@ -14,8 +14,10 @@
 //   mooncake_store_register_buffer, or the row answers INVALID_PARAMS (-600);
 //   a registration overlapping another is INVALID_PARAMS;
 // - a put of a key that exists, complete or still being written by another
-//   client, answers 0 and stores nothing (the real client turns the
-//   master's OBJECT_ALREADY_EXISTS into success);
+//   client, stores nothing and answers 0 (the real client turns the
+//   master's OBJECT_ALREADY_EXISTS into success), or OBJECT_ALREADY_EXISTS
+//   (-705) through kvblob_mooncake_batch_put_from_reporting_existing, the
+//   put scripts/build-mooncake adds (plugins/mooncake/library/);
 // - is_exist answers 1 only for a complete object: a key still being
 //   written is 0, like an absent one; get_size tells them apart
 //   (REPLICA_IS_NOT_READY (-703) against OBJECT_NOT_FOUND (-704)); a get of
@@ -60,7 +62,8 @@
 namespace {
 
 constexpr int OK = 0, NO_AVAILABLE_HANDLE = -200, INVALID_PARAMS = -600, REPLICA_IS_NOT_READY = -703,
-              OBJECT_NOT_FOUND = -704, OBJECT_HAS_LEASE = -706, TRANSFER_FAIL = -800, RPC_FAIL = -900;
+              OBJECT_NOT_FOUND = -704, OBJECT_ALREADY_EXISTS = -705, OBJECT_HAS_LEASE = -706, TRANSFER_FAIL = -800,
+              RPC_FAIL = -900;
 
 using Clock = std::chrono::steady_clock;
 
@@ -124,7 +127,7 @@ int put_one(Client &c, const char *key, void *buffer, size_t size)
     Pool &pool = *c.pool;
     {
         std::lock_guard lock(pool.mu);
-        if (pool.objects.count(key)) return OK;  // OBJECT_ALREADY_EXISTS, taken as success by the real client
+        if (pool.objects.count(key)) return OBJECT_ALREADY_EXISTS;
         if (pool.failing_transfer.erase(key)) return TRANSFER_FAIL;
         if (pool.full || pool.used + size > pool.capacity) return NO_AVAILABLE_HANDLE;
         pool.used += size;
@@ -208,8 +211,9 @@ int mooncake_store_unregister_buffer(void *store, void *buffer)
     return client(store)->buffers.erase(reinterpret_cast<uintptr_t>(buffer)) ? OK : INVALID_PARAMS;
 }
 
-int mooncake_store_batch_put_from(void *store, const char **keys, void **buffers, const size_t *sizes, size_t count,
-                                  const mooncake_replicate_config *, int *results_out)
+int kvblob_mooncake_batch_put_from_reporting_existing(void *store, const char **keys, void **buffers,
+                                                      const size_t *sizes, size_t count,
+                                                      const mooncake_replicate_config *, int *results_out)
 {
     if (!store || !keys || !buffers || !sizes || !results_out) return -1;
     if (take_batch_failure(*client(store)->pool)) {
@@ -219,6 +223,17 @@ int mooncake_store_batch_put_from(void *store, const char **keys, void **buffers
     }
     for (size_t i = 0; i < count; ++i) results_out[i] = put_one(*client(store), keys[i], buffers[i], sizes[i]);
     return OK;
+}
+
+int mooncake_store_batch_put_from(void *store, const char **keys, void **buffers, const size_t *sizes, size_t count,
+                                  const mooncake_replicate_config *config, int *results_out)
+{
+    const int rc =
+        kvblob_mooncake_batch_put_from_reporting_existing(store, keys, buffers, sizes, count, config, results_out);
+    // The client takes the master's OBJECT_ALREADY_EXISTS as success.
+    for (size_t i = 0; rc == OK && i < count; ++i)
+        if (results_out[i] == OBJECT_ALREADY_EXISTS) results_out[i] = OK;
+    return rc;
 }
 
 int mooncake_store_batch_get_into(void *store, const char **keys, void **buffers, const size_t *sizes, size_t count,
