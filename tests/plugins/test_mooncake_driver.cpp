@@ -161,7 +161,8 @@ Buffer &kept_buffer(DriverHarness &h, size_t size)
 
 }  // namespace
 
-TEST_CASE("mooncake driver: a library of another Mooncake version, or of none said, is refused naming what it found")
+TEST_CASE("mooncake driver: a library of another Mooncake version, of none said, or without the put that reports "
+          "existing keys, is refused naming what it found")
 {
     ::setenv("KVBLOB_FAKE_MOONCAKE_VERSION", "0.4.0", 1);
     const std::string other = open_error(fake_options());
@@ -172,6 +173,10 @@ TEST_CASE("mooncake driver: a library of another Mooncake version, or of none sa
     const std::string unsaid = open_error({{"library", "libc.so.6"}});
     CHECK(unsaid.find("does not say which Mooncake version") != std::string::npos);
     CHECK(unsaid.find("scripts/build-mooncake") != std::string::npos);
+
+    const std::string old = open_error({{"library", KVBLOB_FAKE_MOONCAKE_OLD_RECIPE}});
+    CHECK(old.find("no symbol kvblob_mooncake_batch_put_from_reporting_existing") != std::string::npos);
+    CHECK(old.find("older scripts/build-mooncake; run that script again") != std::string::npos);
 }
 
 TEST_CASE("mooncake driver (fake library): a batch call that fails as a whole gives every row FAULT, never READY or MISS")

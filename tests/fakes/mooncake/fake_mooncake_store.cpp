@@ -39,6 +39,8 @@
 // It exports kvblob_mooncake_source_version like a library built by
 // scripts/build-mooncake, answering KVBLOB_FAKE_MOONCAKE_VERSION when set
 // (to test the driver's refusal of another version), else 0.3.12.post1.
+// Built with KVBLOB_FAKE_MOONCAKE_OLD_RECIPE, it does not export the put that
+// reports existing keys (to test the driver's refusal of such a library).
 // What it stages for tests, through the extra symbol
 // mooncake_store_fake_stage (absent from Mooncake): a key held by another
 // writer, a full pool, a failing read (RPC_FAIL), a failed transfer
@@ -211,6 +213,9 @@ int mooncake_store_unregister_buffer(void *store, void *buffer)
     return client(store)->buffers.erase(reinterpret_cast<uintptr_t>(buffer)) ? OK : INVALID_PARAMS;
 }
 
+#ifdef KVBLOB_FAKE_MOONCAKE_OLD_RECIPE
+static  // not exported: the library as build-mooncake's recipe 1 built it
+#endif
 int kvblob_mooncake_batch_put_from_reporting_existing(void *store, const char **keys, void **buffers,
                                                       const size_t *sizes, size_t count,
                                                       const mooncake_replicate_config *, int *results_out)
