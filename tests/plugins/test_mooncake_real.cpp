@@ -95,7 +95,7 @@ TEST_CASE("mooncake real: each batch call the library refuses as a whole gives F
     CHECK(refused() == 1);
     for (uint64_t r = 0; r < rows; ++r) {
         CHECK(put.results()[r].result == KVBLOB_ROW_FAULT);
-        CHECK(put.message(r).find("mooncake_store_batch_put_from failed as a whole") != std::string::npos);
+        CHECK(put.message(r).find("kvblob_mooncake_batch_put_from_reporting_existing failed as a whole") != std::string::npos);
     }
     CHECK(put.access() == KVBLOB_ACCESS_UNPROVABLE);
     // Nothing was stored, and nothing says it was.
