@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <thread>
 
 #include "kvblob/host/batch.hpp"
 #include "kvblob/tools/fill_pattern.hpp"
@@ -14,16 +13,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Waits for both answers the way the baseline waits for its copy: on the
-// submitting thread, watching, never asleep, so the time measured ends when
-// the operation does (a sleep of 20 us takes 50 to 80 here, and would be
-// counted as the driver's). Past the first spins it yields between looks,
-// so a driver's worker or a store's server that shares this core still
-// runs.
+// Waits for both answers on the submitting thread (watch_until), as the
+// baselines wait for their work: a sleep would be counted as the driver's.
 void wait_settled(const Operation &op)
 {
-    for (unsigned spins = 0; !(op.is_final() && op.access() != KVBLOB_ACCESS_OPEN); ++spins)
-        if (spins >= 64) std::this_thread::yield();
+    watch_until([&] { return op.is_final() && op.access() != KVBLOB_ACCESS_OPEN; });
 }
 
 class DriverLane : public Lane {

@@ -53,8 +53,7 @@ uint64_t parse_size(const std::string &text)
 }
 
 // Runs each call on a thread of its own while the caller watches for its
-// end, never asleep (yielding between looks, as driver_lane.cpp's
-// wait_settled does). Mooncake's batch calls wait inside, for the client's
+// end (watch_until, as the driver lane waits). Mooncake's batch calls wait inside, for the client's
 // one memcpy worker (mooncake-store/src/transfer_task.cpp,
 // MemcpyWorkerPool): called from the measuring thread, that thread sleeps
 // there, and on a quiet virtual machine waking an idle core cost more than
@@ -85,8 +84,7 @@ public:
             done_.store(false, std::memory_order_relaxed);
         }
         wake_.notify_one();
-        for (unsigned spins = 0; !done_.load(std::memory_order_acquire); ++spins)
-            if (spins >= 64) std::this_thread::yield();
+        watch_until([this] { return done_.load(std::memory_order_acquire); });
     }
 
 private:
