@@ -15,6 +15,10 @@
 
 #include "plan.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace kvblob::bench {
 
 using Seconds = std::chrono::duration<double>;
@@ -58,14 +62,19 @@ struct Measurement {
 
 // Waits until done() on this thread, watching, never asleep, so a timed
 // operation's time ends when it does (a sleep of 20 us takes 50 to 80 here).
-// Past the first spins it yields between looks, so a worker or server that
-// shares this core still runs. Every lane that waits for another thread's
-// work waits so, driver and baseline alike.
+// Every lane that waits for another thread's work waits so, driver and
+// baseline alike. It never yields: under --load, Linux's fair scheduler
+// gave a yielding lane's core to a busy thread for up to a scheduler tick
+// (4 ms), and every operation measured that tick instead of its own time;
+// a worker or server woken on this core runs at once without a yield.
 template <class Done>
 void watch_until(Done done)
 {
-    for (unsigned spins = 0; !done(); ++spins)
-        if (spins >= 64) std::this_thread::yield();
+    while (!done()) {
+#if defined(__x86_64__) || defined(__i386__)
+        _mm_pause();
+#endif
+    }
 }
 
 Measurement measure(unsigned threads, const Budget &budget,

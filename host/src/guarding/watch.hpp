@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -31,19 +30,26 @@ inline void spin_pause() noexcept
 }
 
 // Whether done() became true within watch_before_sleep (and before
-// deadline). Looks at the clock every 64 looks; past the first round it
-// yields between rounds, so a thread waiting for this core still runs.
+// deadline). Looks at the clock every 64 looks.
+//
+// It never yields. On a core that busy threads share, Linux's fair
+// scheduler (EEVDF) hands a yielding thread's core to a busy one for the
+// rest of its slice, up to a scheduler tick (4 ms on a 250 Hz kernel), while
+// a thread that sleeps and is woken runs again at once. Watchers that
+// yielded made every background operation on a loaded machine take a tick
+// (docs/performance.md, "Under load: watchers that never yield"). A
+// watcher that shares its core with the thread it waits for holds that
+// thread back for at most watch_before_sleep.
 template <class Done>
 bool watch(std::chrono::steady_clock::time_point deadline, Done &&done)
 {
     using Clock = std::chrono::steady_clock;
     const auto until = std::min(deadline, Clock::now() + watch_before_sleep);
-    for (unsigned round = 0; Clock::now() < until; ++round) {
+    while (Clock::now() < until) {
         for (int i = 0; i < 64; ++i) {
             if (done()) return true;
             spin_pause();
         }
-        if (round > 0) std::this_thread::yield();
     }
     return done();
 }

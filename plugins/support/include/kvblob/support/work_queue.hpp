@@ -130,22 +130,23 @@ private:
     }
 
     // Returns when a job is queued, or after watch_before_sleep, or at once
-    // while another worker watches. Looks at the clock every 64 pauses;
-    // past the first round it yields between rounds, so a thread waiting
-    // for this core still runs.
+    // while another worker watches. Looks at the clock every 64 pauses.
+    // Never yields: on a busy machine the fair scheduler gives a yielding
+    // thread's core to a busy thread for up to a scheduler tick (4 ms),
+    // where a sleeper that is woken runs at once (host/src/guarding/
+    // watch.hpp says the same of the host's waits).
     void watch()
     {
         if (watching_.exchange(true, std::memory_order_acquire)) return;
         using Clock = std::chrono::steady_clock;
         const auto until = Clock::now() + watch_before_sleep;
-        for (unsigned round = 0; Clock::now() < until; ++round) {
+        while (Clock::now() < until) {
             for (int i = 0; i < 64 && queued_.load(std::memory_order_relaxed) == 0; ++i) {
 #if defined(__x86_64__) || defined(__i386__)
                 _mm_pause();
 #endif
             }
             if (queued_.load(std::memory_order_relaxed) != 0) break;
-            if (round > 0) std::this_thread::yield();
         }
         watching_.store(false, std::memory_order_seq_cst);
     }
