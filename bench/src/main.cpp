@@ -51,7 +51,7 @@ void add_flags(CLI::App &app, Flags &f)
     auto *driver_flag =
         app.add_option("-d,--driver", f.driver_spec, "Plugin path or driver name (memory, file, redis, null)");
     app.add_flag("--block-keys", f.block_keys_mode,
-                 "Measure kvblob::block_keys instead of a driver: each hash over one request, against that hash "
+                 "Measure kvblob::packed_block_keys instead of a driver: each hash over one request, against that hash "
                  "run once over the same token bytes")
         ->excludes(driver_flag);
     app.add_option("--request-tokens", f.block_key_settings.request_tokens, "With --block-keys: tokens in the request")

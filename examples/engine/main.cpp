@@ -177,7 +177,7 @@ int main(int argc, char **argv)
         uint64_t published = 0;
         Clock::duration publish_time{};
         for (size_t i = 0; i < workload.size(); i += 2) {
-            const auto keys = kvblob::block_keys("sim", workload[i].tokens, block_tokens, salt, block_hash);
+            const auto keys = kvblob::packed_block_keys("sim", workload[i].tokens, block_tokens, salt, block_hash);
             const auto offsets = publisher.writable(0, keys.size());  // the last put may still read a slot
             for (size_t b = 0; b < keys.size(); ++b) engine::compute_block(keys[b], publisher.bytes(b), block_bytes);
             const auto t0 = Clock::now();
@@ -193,12 +193,11 @@ int main(int argc, char **argv)
         uint64_t wanted = 0, delivered = 0, full_hits = 0, wrong = 0, fetched_bytes = 0;
         Clock::duration fetch_time{};
         for (size_t i = 0; i < workload.size(); ++i) {
-            const auto keys = kvblob::block_keys("sim", workload[i].tokens, block_tokens, salt, block_hash);
+            const auto keys = kvblob::packed_block_keys("sim", workload[i].tokens, block_tokens, salt, block_hash);
             wanted += keys.size();
             const auto t0 = Clock::now();
             const size_t stored = kvblob::stored_prefix(fetcher.driver, keys, op_timeout);
-            const std::vector<std::string> hit(keys.begin(), keys.begin() + static_cast<long>(stored));
-            auto results = kvblob::transfer_blocks(fetcher.driver, kvblob::OpKind::get, hit, fetcher.region.handle(),
+            auto results = kvblob::transfer_blocks(fetcher.driver, kvblob::OpKind::get, keys.first(stored), fetcher.region.handle(),
                                                    fetcher.writable(0, stored), block_bytes, op_timeout, fetcher.slots);
             fetch_time += Clock::now() - t0;
             // Delivered: READY and the driver done with the slot.

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace engine {
@@ -39,7 +40,7 @@ inline std::vector<Request> make_requests(size_t n, size_t system_tokens, size_t
 }
 
 // The KV bytes of the block named key: what both instances compute for it.
-inline void compute_block(const std::string &key, uint8_t *dst, size_t n)
+inline void compute_block(std::string_view key, uint8_t *dst, size_t n)
 {
     uint64_t x = 0xcbf29ce484222325ull;
     for (unsigned char c : key) x = (x ^ c) * 0x100000001b3ull;

@@ -7,6 +7,8 @@
 
 #include "kvblob/host/block_sequence.hpp"
 #include "kvblob/host/key_codec.hpp"
+#include "kvblob/host/sha256.hpp"
+#include "kvblob/host/sha256_oneshot.hpp"
 #include "plugins/driver_harness.hpp"
 #include "kvblob/tools/fill_pattern.hpp"
 
@@ -72,28 +74,105 @@ std::vector<int32_t> fixed_tokens()
 
 }  // namespace
 
-TEST_CASE("block keys by SHA-256 are the keys stored before OpenSSL computed them")
+TEST_CASE("block keys by SHA-256 are the keys stored before OpenSSL computed them, on both compressions")
 {
     // Computed by the hand-written SHA-256 the host had before, and checked
     // with Python's hashlib: sha256(sha256(salt) + block's tokens as int32 LE).
+    // The SHA extensions (where this CPU has them) and the portable
+    // compression must both give them.
     const auto t = fixed_tokens();
-    CHECK(kvblob::block_keys("llama", t, 16) ==
-          std::vector<std::string>{"llama/v1/be54c5b16b3956ca4478114985665683",
-                                   "llama/v1/b515fc0c62faa974a4bb37fe98b5de07"});
-    CHECK(kvblob::block_keys("eng", t, 4, "model-7b/fp16", kvblob::BlockHash::sha256) ==
-          std::vector<std::string>{
-              "eng/v1/8a0fbc5d2405f0baf5ed97c5bf6ad889", "eng/v1/a64b4248ffbc6c840796b97677042c97",
-              "eng/v1/1095a3e777f0ff7908e114b48a93b337", "eng/v1/1b13f3014f2d1f44b892b4046da97a9d",
-              "eng/v1/e61c2499d7d7d9f9adbf5a4571ceada2", "eng/v1/fcf707e23182424d124a8136c277d5c2",
-              "eng/v1/b0fb5b1a4c32e02479deb20775fea7cb", "eng/v1/fa9a3d2a5f0029035f5ac340c4b43ec7",
-              "eng/v1/a4d0a1b9c1a9c10fcb87d2ee641c9953", "eng/v1/4725ae680bb8f3fb950bd8857a8ad906"});
-    // A 128k-token request: 8192 blocks, the first and last as before.
     std::vector<int32_t> big(131072);
     for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<int32_t>(i * 2654435761u);
-    const auto keys = kvblob::block_keys("eng", big, 16);
-    REQUIRE(keys.size() == 8192);
-    CHECK(keys.front() == "eng/v1/17a57d455de7653e155e9b1bbcf345bb");
-    CHECK(keys.back() == "eng/v1/a2a41ba36f4567b41d0816d04790ac98");
+    for (bool portable : {false, true}) {
+        CAPTURE(portable);
+        kvblob::sha256_force_portable(portable);
+        CHECK(kvblob::block_keys("llama", t, 16) ==
+              std::vector<std::string>{"llama/v1/be54c5b16b3956ca4478114985665683",
+                                       "llama/v1/b515fc0c62faa974a4bb37fe98b5de07"});
+        CHECK(kvblob::block_keys("eng", t, 4, "model-7b/fp16", kvblob::BlockHash::sha256) ==
+              std::vector<std::string>{
+                  "eng/v1/8a0fbc5d2405f0baf5ed97c5bf6ad889", "eng/v1/a64b4248ffbc6c840796b97677042c97",
+                  "eng/v1/1095a3e777f0ff7908e114b48a93b337", "eng/v1/1b13f3014f2d1f44b892b4046da97a9d",
+                  "eng/v1/e61c2499d7d7d9f9adbf5a4571ceada2", "eng/v1/fcf707e23182424d124a8136c277d5c2",
+                  "eng/v1/b0fb5b1a4c32e02479deb20775fea7cb", "eng/v1/fa9a3d2a5f0029035f5ac340c4b43ec7",
+                  "eng/v1/a4d0a1b9c1a9c10fcb87d2ee641c9953", "eng/v1/4725ae680bb8f3fb950bd8857a8ad906"});
+        // A 128k-token request: 8192 blocks, the first and last as before.
+        const auto keys = kvblob::block_keys("eng", big, 16);
+        REQUIRE(keys.size() == 8192);
+        CHECK(keys.front() == "eng/v1/17a57d455de7653e155e9b1bbcf345bb");
+        CHECK(keys.back() == "eng/v1/a2a41ba36f4567b41d0816d04790ac98");
+    }
+    kvblob::sha256_force_portable(false);
+}
+
+// Keys by hand, the way block_keys was defined before the chain kernel: a
+// digest of each message, encode_key of its first 16 bytes. Held against the
+// kernel for block sizes that cross one, two and three SHA-256 blocks and
+// leave 0 to 3 tokens past a group of four, for prefixes of several lengths
+// (the key's head is copied 16 bytes at a time), and both compressions.
+TEST_CASE("block keys by SHA-256 are each message's digest, for any block size, salt and prefix")
+{
+    std::vector<int32_t> t(300);
+    for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<int32_t>(i * 2246822519u);
+    // Heads (prefix/v1/) of 5, 15, 16, 17 and 68 bytes.
+    const std::vector<std::string> prefixes = {"e", "engine-a_12", "engine-a_123", "engine-a_1234",
+                                               std::string(64, 'p')};
+    for (bool portable : {false, true}) {
+        kvblob::sha256_force_portable(portable);
+        for (size_t per_block : {1, 2, 3, 5, 7, 8, 12, 13, 14, 15, 16, 17, 24, 31, 32, 33, 64}) {
+            for (const std::string &prefix : prefixes) {
+                const std::string salt = "salt-" + std::to_string(per_block);
+                auto chain = kvblob::sha256_digest(salt);
+                std::vector<std::string> expected;
+                for (size_t start = 0; start + per_block <= t.size(); start += per_block) {
+                    std::string message(chain.begin(), chain.end());
+                    message.append(reinterpret_cast<const char *>(t.data() + start), 4 * per_block);  // LE host
+                    chain = kvblob::sha256_digest(message);
+                    expected.push_back(kvblob::encode_key(prefix, std::string(chain.begin(), chain.begin() + 16)));
+                }
+                CHECK_MESSAGE(kvblob::block_keys(prefix, t, per_block, salt) == expected,
+                              per_block << " tokens per block, prefix " << prefix << (portable ? ", portable" : ""));
+            }
+        }
+    }
+    kvblob::sha256_force_portable(false);
+}
+
+TEST_CASE("packed block keys: the same keys, back to back in one buffer, each a view")
+{
+    const auto t = tokens(16 * 5 + 3);
+    for (auto hash : {kvblob::BlockHash::sha256, kvblob::BlockHash::xxh3}) {
+        const auto strings = kvblob::block_keys("eng", t, 16, "m", hash);
+        const kvblob::PackedKeys packed = kvblob::packed_block_keys("eng", t, 16, "m", hash);
+        REQUIRE(packed.size() == 5);
+        CHECK(packed.width() == strings[0].size());
+        CHECK(packed.strings() == strings);
+        size_t i = 0;
+        for (std::string_view key : packed) {
+            CHECK(key == strings[i]);
+            CHECK(key.data() == packed.data() + i * packed.width());  // contiguous, fixed width
+            CHECK(packed[i] == key);
+            ++i;
+        }
+        CHECK(i == 5);
+    }
+    // Moving keys moves their buffer: views of it stay valid, and the
+    // moved-from keys are empty.
+    kvblob::PackedKeys from = kvblob::packed_block_keys("eng", t, 16);
+    const kvblob::KeysView view = from.first(2);
+    const std::string second(view[1]);
+    kvblob::PackedKeys to = std::move(from);
+    CHECK(from.empty());
+    CHECK(to.size() == 5);
+    CHECK(view[1] == second);
+    CHECK(to.data() == view.data());
+    // No full block: no keys, and nothing to read.
+    const auto none = kvblob::packed_block_keys("eng", tokens(15), 16);
+    CHECK(none.empty());
+    CHECK(none.begin() == none.end());
+    CHECK(kvblob::block_keys("eng", {}, 16).empty());
+    CHECK_THROWS_AS(kvblob::packed_block_keys("eng", t, 0), std::invalid_argument);
+    CHECK_THROWS_AS(kvblob::packed_block_keys("Bad", t, 16), std::invalid_argument);
 }
 
 TEST_CASE("block keys by XXH3-128: the same chain with XXH3, under the prefix tagged -xxh3")
@@ -204,6 +283,22 @@ TEST_CASE("publish, probe and fetch blocks through a driver, with the resume bou
         auto got = kvblob::transfer_blocks(d, OpKind::get, keys, dst.handle(), offsets, block, 10s, ledger);
         CHECK(kvblob::resume_bound(got) == 8);
         CHECK(dst.bytes == src.bytes);
+    }
+    SUBCASE("packed keys, and the first of them, go into batches as they are")
+    {
+        const auto packed = kvblob::packed_block_keys("eng", tokens(8 * 16), 16);
+        REQUIRE(packed.strings() == keys);
+        const std::vector<uint64_t> first5(offsets.begin(), offsets.begin() + 5);
+        auto put = kvblob::transfer_blocks(d, OpKind::put, packed.first(5), src.handle(), first5, block, 10s, ledger);
+        CHECK(kvblob::resume_bound(put) == 5);
+        CHECK(kvblob::stored_prefix(d, packed, 10s) == 5);
+        CHECK(kvblob::stored_prefix(d, keys, 10s) == 5);  // the same objects as the strings name
+        auto got = kvblob::transfer_blocks(d, OpKind::get, packed, dst.handle(), offsets, block, 10s, ledger);
+        CHECK(kvblob::resume_bound(got) == 5);
+        CHECK(std::memcmp(dst.bytes.data(), src.bytes.data(), 5 * block) == 0);
+        CHECK_THROWS_AS(  // one offset per key
+            kvblob::transfer_blocks(d, OpKind::get, packed.first(2), dst.handle(), offsets, block, 10s, ledger),
+            std::invalid_argument);
     }
     SUBCASE("a fault in the middle")
     {

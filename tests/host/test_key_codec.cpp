@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <string>
+
+#include "kvblob/host/hex.hpp"
 #include "kvblob/host/key_codec.hpp"
 
 using kvblob::decode_key;
@@ -10,6 +14,27 @@ TEST_CASE("keys encode as prefix/v1/hex(name)")
 {
     CHECK(encode_key("kv", "ab") == "kv/v1/6162");
     CHECK(encode_key("llama-3_8b", std::string("\x00\xff", 2)) == "llama-3_8b/v1/00ff");
+}
+
+// Both hex writers (the 16-byte one is SIMD on x86-64) against snprintf's
+// %02x, for every byte value in every position of a 16-byte name.
+TEST_CASE("hex: lowercase, two digits a byte, the 16-byte form the same as the general one")
+{
+    for (int first = 0; first < 256; first += 16) {
+        uint8_t bytes[16];
+        for (int i = 0; i < 16; ++i) bytes[i] = static_cast<uint8_t>((first + 17 * i) % 256);
+        std::string expected;
+        for (uint8_t b : bytes) {
+            char two[3];
+            std::snprintf(two, sizeof two, "%02x", b);
+            expected += two;
+        }
+        std::string general(32, '?'), sixteen(34, '?');
+        kvblob::write_hex(bytes, 16, general.data());
+        kvblob::write_hex16(bytes, sixteen.data() + 1);
+        CHECK(general == expected);
+        CHECK(sixteen == "?" + expected + "?");  // exactly 32 bytes written
+    }
 }
 
 TEST_CASE("decoding inverts encoding, for every byte value")

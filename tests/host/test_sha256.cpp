@@ -1,10 +1,15 @@
 #include <doctest/doctest.h>
 
+#include <array>
+#include <climits>
 #include <fstream>
 #include <random>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "kvblob/host/sha256.hpp"
+#include "kvblob/host/sha256_chain.hpp"
 #include "kvblob/host/sha256_oneshot.hpp"
 #include "support/process.hpp"
 
@@ -48,6 +53,52 @@ TEST_CASE("SHA-256 in one shot agrees with OpenSSL at every length, on both comp
         }
         const std::string million(1000000, 'a');
         CHECK(kvblob::sha256_oneshot(million.data(), million.size()) == kvblob::sha256_digest(million));
+    }
+    kvblob::sha256_force_portable(false);
+}
+
+// The block-key chain kernel against OpenSSL message by message: each key's
+// message is the previous chain value and the block's tokens (4 bytes
+// little-endian each). 1 to 40 tokens per block cross the one-, two- and
+// three-block paddings and every count of tokens past a whole group of four
+// (the SHA-NI kernel reads whole groups in place and the rest from its tail);
+// run in two calls, the second picking up the first's chain value.
+TEST_CASE("the SHA-256 block-key chain agrees with OpenSSL for every block size, on both compressions")
+{
+    std::mt19937 random(12);
+    std::vector<int32_t> tokens(7 * 40);
+    for (auto &t : tokens) t = static_cast<int32_t>(random());
+    tokens[3] = INT32_MIN, tokens[4] = INT32_MAX, tokens[5] = -1;
+    std::array<uint8_t, 32> start;
+    for (auto &b : start) b = static_cast<uint8_t>(random());
+    for (bool portable : {false, true}) {
+        kvblob::sha256_force_portable(portable);
+        for (size_t per_block = 1; per_block <= 40; ++per_block) {
+            const size_t keys = 7, first_run = 3;
+            // By hand: OpenSSL over each whole message.
+            std::string chain(start.begin(), start.end());
+            std::vector<std::string> expected;
+            for (size_t i = 0; i < keys; ++i) {
+                std::string message = chain;
+                for (size_t t = 0; t < per_block; ++t)
+                    for (int b = 0; b < 4; ++b)
+                        message += static_cast<char>(static_cast<uint32_t>(tokens[i * per_block + t]) >> (8 * b));
+                const auto digest = kvblob::sha256_digest(message);
+                chain.assign(digest.begin(), digest.end());
+                expected.push_back(chain.substr(0, 16));
+            }
+            auto value = start;
+            std::vector<uint8_t> names(16 * keys);
+            const std::span<const int32_t> all(tokens.data(), keys * per_block);
+            kvblob::sha256_chain(value.data(), all.first(first_run * per_block + per_block / 2), per_block,
+                                 names.data());
+            kvblob::sha256_chain(value.data(), all.subspan(first_run * per_block), per_block,
+                                 names.data() + 16 * first_run);
+            for (size_t i = 0; i < keys; ++i)
+                CHECK_MESSAGE(std::string(names.begin() + 16 * i, names.begin() + 16 * (i + 1)) == expected[i],
+                              per_block << " tokens per block, key " << i << (portable ? ", portable" : ", native"));
+            CHECK_MESSAGE(std::string(value.begin(), value.end()) == chain, per_block << " tokens per block");
+        }
     }
     kvblob::sha256_force_portable(false);
 }

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "kvblob/host/batch.hpp"
+#include "kvblob/host/batch.hpp"  // make_span
 
 namespace kvblob {
 
@@ -83,9 +83,35 @@ bool SlotLedger::reusable(kvblob_region_t *region, uint64_t offset, uint64_t len
     return !retired(region, offset, length);
 }
 
-std::vector<BlockResult> transfer_blocks(Driver &driver, OpKind kind, const std::vector<std::string> &keys,
-                                         kvblob_region_t *region, const std::vector<uint64_t> &offsets,
-                                         uint64_t block_bytes, std::chrono::milliseconds timeout, SlotLedger &ledger)
+namespace {
+
+// A batch of rows naming keys the caller holds, not copied (a driver takes
+// what it needs during submit); row i moves spans[i], or nothing when
+// spans is empty.
+class RowsOf {
+public:
+    template <class Keys>
+    RowsOf(const Keys &keys, std::vector<kvblob_span_t> spans) : spans_(std::move(spans)), rows_(keys.size())
+    {
+        for (size_t i = 0; i < rows_.size(); ++i) {
+            const std::string_view key = keys[i];
+            rows_[i] = {sizeof(kvblob_row_t), spans_.empty() ? 0u : 1u, reinterpret_cast<const uint8_t *>(key.data()),
+                        key.size(), spans_.empty() ? nullptr : &spans_[i]};
+        }
+        batch_ = {sizeof(kvblob_batch_t), 0, rows_.data(), rows_.size(), nullptr};
+    }
+    const kvblob_batch_t &batch() const { return batch_; }
+
+private:
+    std::vector<kvblob_span_t> spans_;
+    std::vector<kvblob_row_t> rows_;
+    kvblob_batch_t batch_;
+};
+
+template <class Keys>
+std::vector<BlockResult> transfer(Driver &driver, OpKind kind, const Keys &keys, kvblob_region_t *region,
+                                  const std::vector<uint64_t> &offsets, uint64_t block_bytes,
+                                  std::chrono::milliseconds timeout, SlotLedger &ledger)
 {
     if (kind != OpKind::put && kind != OpKind::get) throw std::invalid_argument("transfer_blocks moves bytes: put or get");
     if (offsets.size() != keys.size()) throw std::invalid_argument("one offset per key");
@@ -100,13 +126,13 @@ std::vector<BlockResult> transfer_blocks(Driver &driver, OpKind kind, const std:
                         slot + " may still be touched by driver " + driver.name() + ": an earlier operation's access "
                         "did not end within " + std::to_string(timeout.count()) + " ms");
     }
-    Batch batch;
+    std::vector<kvblob_span_t> spans;
     std::vector<SlotLedger::Slot> slots;
-    for (size_t i = 0; i < keys.size(); ++i) {
-        batch.row(keys[i], {make_span(region, offsets[i], block_bytes)});
-        slots.push_back({region, offsets[i], block_bytes});
+    for (const uint64_t offset : offsets) {
+        spans.push_back(make_span(region, offset, block_bytes));
+        slots.push_back({region, offset, block_bytes});
     }
-    auto op = driver.submit(kind, batch.get());
+    auto op = driver.submit(kind, RowsOf(keys, std::move(spans)).batch());
     op.wait(timeout);
     if (!op.is_final()) op.cancel();  // rows that never started stop here (R-CAN-1)
     std::vector<BlockResult> out(keys.size());
@@ -119,6 +145,30 @@ std::vector<BlockResult> transfer_blocks(Driver &driver, OpKind kind, const std:
     return out;
 }
 
+template <class Keys>
+size_t probed_prefix(Driver &driver, const Keys &keys, std::chrono::milliseconds timeout)
+{
+    if (keys.empty() || !driver.has(KVBLOB_CAP_PROBE)) return 0;
+    auto op = driver.submit(OpKind::probe, RowsOf(keys, {}).batch());
+    return resume_bound(settle(op, timeout));
+}
+
+}  // namespace
+
+std::vector<BlockResult> transfer_blocks(Driver &driver, OpKind kind, const std::vector<std::string> &keys,
+                                         kvblob_region_t *region, const std::vector<uint64_t> &offsets,
+                                         uint64_t block_bytes, std::chrono::milliseconds timeout, SlotLedger &ledger)
+{
+    return transfer(driver, kind, keys, region, offsets, block_bytes, timeout, ledger);
+}
+
+std::vector<BlockResult> transfer_blocks(Driver &driver, OpKind kind, KeysView keys, kvblob_region_t *region,
+                                         const std::vector<uint64_t> &offsets, uint64_t block_bytes,
+                                         std::chrono::milliseconds timeout, SlotLedger &ledger)
+{
+    return transfer(driver, kind, keys, region, offsets, block_bytes, timeout, ledger);
+}
+
 size_t resume_bound(const std::vector<BlockResult> &results)
 {
     size_t n = 0;
@@ -129,11 +179,12 @@ size_t resume_bound(const std::vector<BlockResult> &results)
 
 size_t stored_prefix(Driver &driver, const std::vector<std::string> &keys, std::chrono::milliseconds timeout)
 {
-    if (keys.empty() || !driver.has(KVBLOB_CAP_PROBE)) return 0;
-    Batch batch;
-    for (const auto &key : keys) batch.row(key);
-    auto op = driver.submit(OpKind::probe, batch.get());
-    return resume_bound(settle(op, timeout));
+    return probed_prefix(driver, keys, timeout);
+}
+
+size_t stored_prefix(Driver &driver, KeysView keys, std::chrono::milliseconds timeout)
+{
+    return probed_prefix(driver, keys, timeout);
 }
 
 }  // namespace kvblob

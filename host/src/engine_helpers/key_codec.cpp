@@ -1,11 +1,12 @@
 #include "kvblob/host/key_codec.hpp"
 
+#include "kvblob/host/hex.hpp"
+
 namespace kvblob {
 
 namespace {
 
 constexpr std::string_view version_tag = "/v1/";
-constexpr char hex_digits[] = "0123456789abcdef";
 
 int hex_value(char c)
 {
@@ -32,10 +33,9 @@ std::string encode_key(std::string_view prefix, std::string_view name)
     std::string key;
     key.reserve(prefix.size() + version_tag.size() + 2 * name.size());
     key.append(prefix).append(version_tag);
-    for (unsigned char c : name) {
-        key += hex_digits[c >> 4];
-        key += hex_digits[c & 0xF];
-    }
+    const size_t digits = key.size();
+    key.resize(digits + 2 * name.size());
+    write_hex(reinterpret_cast<const uint8_t *>(name.data()), name.size(), key.data() + digits);
     return key;
 }
 

@@ -1,5 +1,7 @@
 #include "kvblob/host/sha256.hpp"
 
+#include "kvblob/host/hex.hpp"
+
 #include <openssl/evp.h>
 #include <unistd.h>
 
@@ -20,12 +22,8 @@ namespace {
 
 std::string hex(const std::array<uint8_t, 32> &digest)
 {
-    std::string out;
-    out.reserve(2 * digest.size());
-    for (uint8_t byte : digest) {
-        out += "0123456789abcdef"[byte >> 4];
-        out += "0123456789abcdef"[byte & 0xF];
-    }
+    std::string out(2 * digest.size(), '\0');
+    write_hex(digest.data(), digest.size(), out.data());
     return out;
 }
 

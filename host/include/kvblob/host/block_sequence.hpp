@@ -15,11 +15,12 @@
 #include <vector>
 
 #include "kvblob/host/driver.hpp"
+#include "kvblob/host/packed_keys.hpp"
 
 namespace kvblob {
 
 // The chained hash that names blocks.
-//   sha256: SHA-256 (OpenSSL), the default. Keys prefix/v1/hex(name), name
+//   sha256: SHA-256, the default. Keys prefix/v1/hex(name), name
 //     the first 16 bytes of the chain value. Nobody can choose tokens that
 //     make two sequences share a block key.
 //   xxh3: XXH3-128, several times faster, for an engine that trusts every
@@ -39,6 +40,19 @@ BlockHash parse_block_hash(std::string_view name);
 // the model name and dtype). Throws std::invalid_argument for a prefix that
 // is not a key prefix ([a-z0-9_-], 1 to 64 bytes with the hash's tag) and
 // for tokens_per_block 0.
+//
+// packed_block_keys is the form for the time-to-first-token path: every key
+// in one buffer (packed_keys.hpp) that batches point into, not a string and
+// an allocation per key. Its SHA-256 keys come from one kernel over the
+// whole chain (sha256_chain.hpp), not a digest per key, so it runs close to
+// the compressions the chain needs: a 128k-token request's 8192 keys
+// (16384 compressions) in 0.63-0.69 ms, 0.87-0.90 of OpenSSL's time for as
+// many blocks in one pass, where a digest and a string per key took
+// 1.05-1.11 ms (docs/performance.md, "Block keys"). block_keys gives the
+// same keys as separate strings, for callers that keep them apart
+// (0.2 ms more for 8192).
+PackedKeys packed_block_keys(std::string_view prefix, std::span<const int32_t> tokens, size_t tokens_per_block,
+                             std::string_view salt = {}, BlockHash hash = BlockHash::sha256);
 std::vector<std::string> block_keys(std::string_view prefix, std::span<const int32_t> tokens,
                                     size_t tokens_per_block, std::string_view salt = {},
                                     BlockHash hash = BlockHash::sha256);
@@ -117,9 +131,14 @@ struct BlockResult {
 // timeout for the operation to be final and its access to end, cancels it
 // if it is not final by then, and returns each row's result and access; an
 // operation whose access has not ended stays in ledger.
+// keys are a request's strings or its packed keys (a PackedKeys, or the
+// first n of them); rows point at them, without copies.
 std::vector<BlockResult> transfer_blocks(Driver &driver, OpKind kind, const std::vector<std::string> &keys,
                                          kvblob_region_t *region, const std::vector<uint64_t> &offsets,
                                          uint64_t block_bytes, std::chrono::milliseconds timeout, SlotLedger &ledger);
+std::vector<BlockResult> transfer_blocks(Driver &driver, OpKind kind, KeysView keys, kvblob_region_t *region,
+                                         const std::vector<uint64_t> &offsets, uint64_t block_bytes,
+                                         std::chrono::milliseconds timeout, SlotLedger &ledger);
 
 // The resume bound of a transfer: leading blocks READY whose access ended
 // (bytes a driver may still write are not delivered yet).
@@ -128,5 +147,6 @@ size_t resume_bound(const std::vector<BlockResult> &results);
 // How many leading blocks of keys the store holds complete: probe when the
 // driver offers it, otherwise not knowable without moving bytes (returns 0).
 size_t stored_prefix(Driver &driver, const std::vector<std::string> &keys, std::chrono::milliseconds timeout);
+size_t stored_prefix(Driver &driver, KeysView keys, std::chrono::milliseconds timeout);
 
 }  // namespace kvblob
