@@ -67,14 +67,17 @@ struct Measurement {
 // gave a yielding lane's core to a busy thread for up to a scheduler tick
 // (4 ms), and every operation measured that tick instead of its own time;
 // a worker or server woken on this core runs at once without a yield.
+inline void spin_pause()
+{
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#endif
+}
+
 template <class Done>
 void watch_until(Done done)
 {
-    while (!done()) {
-#if defined(__x86_64__) || defined(__i386__)
-        _mm_pause();
-#endif
-    }
+    while (!done()) spin_pause();
 }
 
 Measurement measure(unsigned threads, const Budget &budget,
