@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "kvblob/host/token_bytes.hpp"
-#include "shared/sha256_compress.hpp"
+#include "kvblob/host/sha256_compress.hpp"
 #include "shared/sha256_ni.hpp"
 
 namespace kvblob {

@@ -1,4 +1,4 @@
-#include "shared/sha256_compress.hpp"
+#include "kvblob/host/sha256_compress.hpp"
 
 #include <atomic>
 

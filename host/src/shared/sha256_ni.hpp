@@ -5,7 +5,7 @@
 // sha256rnds2 takes; message words as four vectors of four, W0 in lane 0.
 #pragma once
 
-#include "shared/sha256_compress.hpp"
+#include "kvblob/host/sha256_compress.hpp"
 
 #ifdef KVBLOB_SHA_NI
 #include <immintrin.h>

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "shared/sha256_compress.hpp"
+#include "kvblob/host/sha256_compress.hpp"
 
 namespace kvblob {
 

@@ -1,5 +1,7 @@
-// SHA-256's compression (FIPS 180-4, 6.2.2), shared by the one-shot digest
-// and the block-key chain: the constants, the portable compression, and
+// SHA-256's compression (FIPS 180-4, 6.2.2), shared by the one-shot digest,
+// the block-key chain and the battery's signed reports (conformance-runner/
+// src/report_channel.cpp, which hashes where OpenSSL may not be called):
+// the constants, the portable compression, and
 // which compression this machine runs (the SHA extensions where the CPU has
 // them, chosen once by CPUID).
 #pragma once
