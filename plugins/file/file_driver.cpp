@@ -102,6 +102,17 @@ uint64_t stored_bytes(const std::string &root)
     return total;
 }
 
+// A row's step, with an exception turned into the row's FAULT.
+template <class Step>
+support::RowOutcome guarded(Step &&step)
+{
+    try {
+        return step();
+    } catch (const std::exception &e) {
+        return {KVBLOB_ROW_FAULT, 0, std::string("driver error: ") + e.what()};
+    }
+}
+
 std::string strip_trailing_slashes(std::string path)
 {
     while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -151,10 +162,11 @@ FileDriver::FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *
     : QueuedDriver(caps, host), settings_(std::move(settings))
 {
     if (settings_.capacity) used_ = stored_bytes(settings_.root);
-    // A waiting poll may run its own queued operation: through the page
-    // cache that is bounded local work. Not with direct I/O or an fsync,
-    // where an operation waits for the disk (poll never blocks), nor with
-    // direct's staging buffer, one per worker thread.
+    // The polls that wait for an operation may run its rows: through the
+    // page cache that is bounded local work. Not with direct I/O or an
+    // fsync, where a row waits for the disk (poll never blocks) and puts
+    // are grouped for one journal commit (run_puts), nor with direct's
+    // staging buffer, one per worker thread.
     start_workers(workers, settings_.waiter_runs && !settings_.direct && settings_.sync == Sync::none);
 }
 
@@ -174,29 +186,45 @@ void FileDriver::run(Op &op)
         run_puts(op);
         return;
     }
-    for (size_t i = 0; i < op.rows.size(); ++i) {
-        if (!begin_row(op, i)) continue;  // cancelled before it started
-        Outcome out{KVBLOB_ROW_FAULT, 0, {}};
-        try {
-            switch (op.kind) {
-            case OpKind::put: break;  // run_puts
-            case OpKind::get: out = get(op.rows[i]); break;
-            case OpKind::probe: out = probe(op.rows[i]); break;
-            case OpKind::remove: out = remove(op.rows[i]); break;
-            }
-        } catch (const std::exception &e) {
-            out = {KVBLOB_ROW_FAULT, 0, std::string("driver error: ") + e.what()};
-        }
-        set_row(op, i, out.result, out.code, std::move(out.message));
-    }
+    for (size_t i = 0; i < op.rows.size(); ++i) run_row(op, i);
     end_access(op);
     finish(op);  // the last touch: op may be released from here on
 }
 
+// One row alone: a put is written, flushed and published by itself, which
+// is what a group does where sync is none (the only setting whose rows are
+// shared: no fsync to gather into one journal commit).
+void FileDriver::run_row(Op &op, size_t i)
+{
+    if (!begin_row(op, i)) return;  // cancelled before it started
+    const Row &row = op.rows[i];
+    Outcome out = guarded([&]() -> Outcome {
+        switch (op.kind) {
+        case OpKind::put: return put(row);
+        case OpKind::get: return get(row);
+        case OpKind::probe: return probe(row);
+        case OpKind::remove: return remove(row);
+        }
+        return {KVBLOB_ROW_FAULT, 0, "driver error: unknown operation"};
+    });
+    set_row(op, i, out.result, out.code, std::move(out.message));
+}
+
+FileDriver::Outcome FileDriver::put(const Row &row)
+{
+    std::optional<StagedPut> staged;
+    Outcome out = stage_put(row, staged);
+    if (!staged) return out;
+    if (const int err = make_durable(*staged))
+        return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err,
+                errno_text("fsync", staged->reservation.path(), err)};
+    return publish_put(*staged);
+}
+
 FileDriver::Outcome FileDriver::absent(const ObjectPaths &p) const
 {
-    if (reservation_active(p.reservation, settings_.reservation_expiry))
-        return {KVBLOB_ROW_NOT_READY, 0, "another writer holds this key (" + p.reservation + ")"};
+    if (reservation_active(p.reservation(), settings_.reservation_expiry))
+        return {KVBLOB_ROW_NOT_READY, 0, "another writer holds this key (" + p.reservation() + ")"};
     return {KVBLOB_ROW_MISS, 0, {}};
 }
 
@@ -209,13 +237,6 @@ FileDriver::Outcome FileDriver::absent(const ObjectPaths &p) const
 void FileDriver::run_puts(Op &op)
 {
     constexpr size_t put_group = 64;
-    const auto guarded = [](auto &&step) -> Outcome {
-        try {
-            return step();
-        } catch (const std::exception &e) {
-            return {KVBLOB_ROW_FAULT, 0, std::string("driver error: ") + e.what()};
-        }
-    };
     for (size_t first = 0; first < op.rows.size(); first += put_group) {
         const size_t n = std::min(put_group, op.rows.size() - first);
         std::vector<bool> started(n, false);
@@ -238,7 +259,7 @@ void FileDriver::run_puts(Op &op)
         for (size_t k = 0; k < n; ++k) {
             if (!staged[k]) continue;
             out[k] = guarded([&] { return publish_put(*staged[k]); });
-            if (out[k].result == KVBLOB_ROW_READY) published_in.insert(staged[k]->paths.dir);
+            if (out[k].result == KVBLOB_ROW_READY) published_in.insert(staged[k]->paths.dir());
             staged[k].reset();
         }
         if (settings_.sync == Sync::full) {
@@ -284,14 +305,14 @@ FileDriver::Outcome FileDriver::stage_put(const support::Row &row, std::optional
     switch (claimed) {
     case Reservation::Outcome::owned: break;
     case Reservation::Outcome::held_by_other:
-        return {KVBLOB_ROW_NOT_READY, 0, "another writer holds this key (" + p.reservation + ")"};
+        return {KVBLOB_ROW_NOT_READY, 0, "another writer holds this key (" + p.reservation() + ")"};
     case Reservation::Outcome::no_space: return {KVBLOB_ROW_DECLINED, ENOSPC, error};
     case Reservation::Outcome::failed: return {KVBLOB_ROW_FAULT, 0, error};
     }
     // Published by another writer between the first look and the claim.
     if (::stat(p.object.c_str(), &st) == 0) return {KVBLOB_ROW_READY, 0, "already stored; left as it was"};
 
-    if (const int err = write_object(row, reservation))
+    if (const int err = write_object(row, p.digest, reservation))
         return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err,
                 errno_text("write", reservation.path(), err)};
     staged.emplace(StagedPut{p, std::move(reservation), bytes, std::move(quota)});
@@ -320,7 +341,7 @@ FileDriver::Outcome FileDriver::publish_put(StagedPut &put)
     case Reservation::Publish::lost:
         return {KVBLOB_ROW_NOT_READY, 0,
                 "this writer's claim outlived reservation_expiry_ms and was broken by another writer; nothing "
-                "published (" + p.reservation + ")"};
+                "published (" + p.reservation() + ")"};
     case Reservation::Publish::not_whole:
         return {KVBLOB_ROW_FAULT, EIO, "the written file does not hold the whole object; nothing published (" +
                                            reservation.path() + ")"};
@@ -331,7 +352,7 @@ FileDriver::Outcome FileDriver::publish_put(StagedPut &put)
     return {KVBLOB_ROW_READY, 0, {}};
 }
 
-int FileDriver::write_object(const support::Row &row, Reservation &reservation)
+int FileDriver::write_object(const support::Row &row, const support::KeyDigest &digest, Reservation &reservation)
 {
     const uint64_t bytes = row.total + trailer_size;
     const int fd = reservation.fd();
@@ -353,7 +374,7 @@ int FileDriver::write_object(const support::Row &row, Reservation &reservation)
             }
             dst += s.length;
         }
-        support::write_trailer(dst, support::trailer_v1, row.key, row.total, crc);
+        support::write_trailer(dst, support::trailer_v1, row.key, row.total, crc, &digest);
         std::memset(dst + trailer_size, 0, padded - bytes);
         err = pwritev_all(fd, {{buf, padded}}, 0);
         if (!err && ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) err = errno;
@@ -361,7 +382,7 @@ int FileDriver::write_object(const support::Row &row, Reservation &reservation)
         uint32_t crc = 0;
         for (const auto &s : row.spans) crc = support::crc32c(crc, s.data, s.length);
         uint8_t trailer[trailer_size];
-        support::write_trailer(trailer, support::trailer_v1, row.key, row.total, crc);
+        support::write_trailer(trailer, support::trailer_v1, row.key, row.total, crc, &digest);
         err = pwritev_all(fd, iovecs_of(row, trailer), 0);
     }
     return err;
@@ -391,7 +412,7 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
         if (size < trailer_size) return trailer_fault(support::TrailerFault::too_short);
         if (const int err = preadv_all(fd.get(), {{trailer, trailer_size}}, size - trailer_size))
             return {KVBLOB_ROW_FAULT, err, errno_text("read", p.object, err > 0 ? err : EIO)};
-        auto f = support::check_trailer_bytes(trailer, size, row.key, payload, recorded);
+        auto f = support::check_trailer_bytes(trailer, size, row.key, payload, recorded, &p.digest);
         if (f != support::TrailerFault::none) return trailer_fault(f);
         return {KVBLOB_ROW_FAULT, 100,
                 "stored object is " + std::to_string(payload) + " bytes; the row's spans hold " +
@@ -406,7 +427,7 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
         const int64_t got = read_until_end(fd.get(), buf, padded);
         if (got < 0) return {KVBLOB_ROW_FAULT, static_cast<int32_t>(-got), errno_text("read", p.object, -got)};
         if (static_cast<uint64_t>(got) != size) return {KVBLOB_ROW_FAULT, EIO, "short read of " + p.object};
-        auto f = support::check_trailer_bytes(buf + row.total, size, row.key, payload, recorded);
+        auto f = support::check_trailer_bytes(buf + row.total, size, row.key, payload, recorded, &p.digest);
         if (f != support::TrailerFault::none) return trailer_fault(f);
         const uint8_t *src = buf;
         for (const auto &s : row.spans) {
@@ -421,7 +442,7 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
             if (err < 0) return {KVBLOB_ROW_FAULT, EIO, "the object ended early: " + p.object};
             return {KVBLOB_ROW_FAULT, err, errno_text("read", p.object, err)};
         }
-        auto f = support::check_trailer_bytes(trailer, size, row.key, payload, recorded);
+        auto f = support::check_trailer_bytes(trailer, size, row.key, payload, recorded, &p.digest);
         if (f != support::TrailerFault::none) return trailer_fault(f);
         for (const auto &s : row.spans) crc = support::crc32c(crc, s.data, s.length);
     }
@@ -469,7 +490,7 @@ kvblob_status FileDriver::stage_foreign_writer(const std::string &key)
     if (!Reservation::plant(settings_.root, p))
         return KVBLOB_E_INVALID;
     std::lock_guard lock(hooks_mu_);
-    planted_reservations_.push_back(p.reservation);
+    planted_reservations_.push_back(p.reservation());
     return KVBLOB_OK;
 }
 
@@ -484,7 +505,7 @@ kvblob_status FileDriver::stage_failing_read(const std::string &key)
     // A directory where the object was: open succeeds and every read fails
     // with EISDIR, a real error from the filesystem.
     const ObjectPaths p = paths(key);
-    if (make_dirs(settings_.root, p.dir) != 0) return KVBLOB_E_INVALID;
+    if (make_dirs(settings_.root, p.dir()) != 0) return KVBLOB_E_INVALID;
     const std::string aside = p.object + ".aside";
     if (::rename(p.object.c_str(), aside.c_str()) != 0 && errno != ENOENT) return KVBLOB_E_INVALID;
     if (::mkdir(p.object.c_str(), 0755) != 0) return KVBLOB_E_INVALID;

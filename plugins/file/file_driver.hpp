@@ -54,6 +54,13 @@ public:
 
 protected:
     void run(Op &op) override;
+    void run_row(Op &op, size_t i) override;
+    // Rows under 16 KiB four at a time: a row's system calls take about a
+    // microsecond, passing the claim counter between cores a tenth of that.
+    uint64_t rows_per_claim(const Op &op) const override
+    {
+        return !op.rows.empty() && op.rows[0].total < 16384 ? 4 : 1;
+    }
 
 private:
     FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, Settings settings, unsigned workers);
@@ -89,7 +96,10 @@ private:
         uint64_t bytes = 0;
         QuotaHold quota;
     };
+    using Row = support::Row;
     void run_puts(Op &op);
+    // A put alone: staged, made durable, published.
+    Outcome put(const Row &row);
     // Claims and writes row's object: a final outcome, or PENDING with
     // staged set.
     Outcome stage_put(const support::Row &row, std::optional<StagedPut> &staged);
@@ -101,8 +111,9 @@ private:
     Outcome remove(const support::Row &row);
     // MISS, or NOT_READY while a writer holds the key.
     Outcome absent(const ObjectPaths &paths) const;
-    // Writes row's object into the claimed file; 0 or an errno.
-    int write_object(const support::Row &row, Reservation &reservation);
+    // Writes row's object (its key's digest given) into the claimed file;
+    // 0 or an errno.
+    int write_object(const support::Row &row, const support::KeyDigest &digest, Reservation &reservation);
     ObjectPaths paths(const std::string &key) const { return paths_for(settings_.root, settings_.fanout, key); }
 
     const Settings settings_;

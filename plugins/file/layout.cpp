@@ -11,18 +11,24 @@ namespace kvblob::file {
 ObjectPaths paths_for(const std::string &root, unsigned fanout, std::string_view key)
 {
     static constexpr char hex[] = "0123456789abcdef";
-    const auto digest = support::key_digest(key);
-    std::string name;
-    name.reserve(2 * digest.size());
-    for (uint8_t b : digest) {
-        name += hex[b >> 4];
-        name += hex[b & 15];
-    }
     ObjectPaths p;
-    p.dir = root;
-    for (unsigned level = 0; level < fanout; ++level) p.dir += "/" + name.substr(2 * level, 2);
-    p.object = p.dir + "/" + name + std::string(object_suffix);
-    p.reservation = p.dir + "/" + name + std::string(reservation_suffix);
+    p.digest = support::key_digest(key);
+    char name[2 * sizeof p.digest];
+    for (size_t i = 0; i < p.digest.size(); ++i) {
+        name[2 * i] = hex[p.digest[i] >> 4];
+        name[2 * i + 1] = hex[p.digest[i] & 15];
+    }
+    std::string &o = p.object;
+    o.reserve(root.size() + 3 * fanout + 1 + sizeof name + object_suffix.size());
+    o = root;
+    for (unsigned level = 0; level < fanout; ++level) {
+        o += '/';
+        o.append(name + 2 * level, 2);
+    }
+    p.dir_length = o.size();
+    o += '/';
+    o.append(name, sizeof name);
+    o += object_suffix;
     return p;
 }
 

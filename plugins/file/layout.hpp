@@ -9,19 +9,28 @@
 // under another name reads as FAULT, never as another key's bytes.
 #pragma once
 
+#include <kvblob/support/trailer.hpp>
+
 #include <string>
 #include <string_view>
 
 namespace kvblob::file {
 
-struct ObjectPaths {
-    std::string dir;          // the fan-out directory
-    std::string object;       // dir/NAME.obj
-    std::string reservation;  // dir/NAME.writing
-};
-
 inline constexpr std::string_view object_suffix = ".obj";
 inline constexpr std::string_view reservation_suffix = ".writing";
+
+// A key's names. Only the object's is built up front: a get needs no other
+// (two fewer allocations on every row's path).
+struct ObjectPaths {
+    std::string object;        // dir/NAME.obj
+    size_t dir_length = 0;     // of object's leading dir
+    support::KeyDigest digest;  // the key's (version 1), which NAME spells
+    std::string dir() const { return object.substr(0, dir_length); }  // the fan-out directory
+    std::string reservation() const  // dir/NAME.writing
+    {
+        return object.substr(0, object.size() - object_suffix.size()) + std::string(reservation_suffix);
+    }
+};
 
 ObjectPaths paths_for(const std::string &root, unsigned fanout, std::string_view key);
 

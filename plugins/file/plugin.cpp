@@ -24,9 +24,10 @@ constexpr std::array<kvblob_option_desc_t, 8> own_options = {{
            "O_DIRECT through an aligned staging buffer, where the filesystem allows it (buffered otherwise)."),
     option(KVBLOB_OPTION_INT, "workers", "4", nullptr, "Worker threads completing operations."),
     option(KVBLOB_OPTION_BOOL, "waiter_runs", "true", nullptr,
-           "A poll that finds its operation still queued runs it in the polling thread rather than waiting for a "
-           "worker's time slice (what keeps the driver fast when every core is busy). Only with fsync=none and "
-           "without direct, where an operation never waits for the disk. false: only the workers do."),
+           "The polls that wait for an operation read and write its rows beside the worker, rows no thread took "
+           "yet, rather than waiting for a worker's time slice (what keeps the driver fast when every core is "
+           "busy). Only with fsync=none and without direct, where an operation never waits for the disk. false: "
+           "only the workers do."),
     option(KVBLOB_OPTION_INT, "fanout", "2", nullptr, "Levels of two-hex-digit directories above each object (0-4)."),
     option(KVBLOB_OPTION_INT, "reservation_expiry_ms", "30000", nullptr,
            "Age after which a writer's reservation is taken as left by a dead writer and broken. A put slower "

@@ -77,10 +77,11 @@ const std::string &writer_identity()
 }
 
 // Creates the claim file (and the fan-out directories it needs).
-UniqueFd create_exclusive(const std::string &root, const ObjectPaths &paths, bool direct, int &err)
+UniqueFd create_exclusive(const std::string &root, const ObjectPaths &paths, const std::string &name, bool direct,
+                          int &err)
 {
     for (int attempt = 0; attempt < 2; ++attempt) {
-        UniqueFd fd(open_maybe_direct(paths.reservation, O_WRONLY | O_CREAT | O_EXCL, direct, 0644));
+        UniqueFd fd(open_maybe_direct(name, O_WRONLY | O_CREAT | O_EXCL, direct, 0644));
         if (fd) {
             const auto &who = writer_identity();
             ::fsetxattr(fd.get(), "user.kvblob.writer", who.data(), who.size(), 0);  // best effort
@@ -89,7 +90,7 @@ UniqueFd create_exclusive(const std::string &root, const ObjectPaths &paths, boo
         }
         err = errno;
         if (err != ENOENT) return {};
-        if ((err = make_dirs(root, paths.dir)) != 0) return {};
+        if ((err = make_dirs(root, paths.dir())) != 0) return {};
     }
     err = ENOENT;
     return {};
@@ -106,42 +107,43 @@ bool reservation_active(const std::string &path, std::chrono::milliseconds expir
 Reservation Reservation::claim(const std::string &root, const ObjectPaths &paths, bool direct,
                                std::chrono::milliseconds expiry, Outcome &outcome, std::string &error)
 {
+    const std::string name = paths.reservation();
     // A claim that goes between our look and our creation is looked at
     // again; three tries, then the key counts as held.
     for (int attempt = 0; attempt < 3; ++attempt) {
         int err = 0;
-        UniqueFd fd = create_exclusive(root, paths, direct, err);
+        UniqueFd fd = create_exclusive(root, paths, name, direct, err);
         struct stat st {};
         if (fd) {
             if (::fstat(fd.get(), &st) != 0) {
                 err = errno;
-                ::unlink(paths.reservation.c_str());  // just created, and no one breaks a fresh claim
+                ::unlink(name.c_str());  // just created, and no one breaks a fresh claim
                 outcome = Outcome::failed;
-                error = errno_text("stat", paths.reservation, err);
+                error = errno_text("stat", name, err);
                 return {};
             }
             outcome = Outcome::owned;
-            return Reservation(paths.reservation, std::move(fd), id_of(st));
+            return Reservation(name, std::move(fd), id_of(st));
         }
         if (err != EEXIST) {
             outcome = is_no_space(err) ? Outcome::no_space : Outcome::failed;
-            error = errno_text("reserve", paths.reservation, err);
+            error = errno_text("reserve", name, err);
             return {};
         }
         // Judge the claim there by what the open file says, and break that
         // file only: held open, its identity stays its own.
-        UniqueFd held(::open(paths.reservation.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+        UniqueFd held(::open(name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
         if (!held && errno == ENOENT) continue;  // released meanwhile
         if (!held || ::fstat(held.get(), &st) != 0) {
             outcome = Outcome::failed;
-            error = errno_text("look at the claim", paths.reservation, errno);
+            error = errno_text("look at the claim", name, errno);
             return {};
         }
         if (age_of(st) < expiry) {
             outcome = Outcome::held_by_other;
             return {};
         }
-        remove_if_same(paths.reservation, id_of(st));
+        remove_if_same(name, id_of(st));
     }
     outcome = Outcome::held_by_other;
     return {};
@@ -150,7 +152,7 @@ Reservation Reservation::claim(const std::string &root, const ObjectPaths &paths
 bool Reservation::plant(const std::string &root, const ObjectPaths &paths)
 {
     int err = 0;
-    return static_cast<bool>(create_exclusive(root, paths, false, err));
+    return static_cast<bool>(create_exclusive(root, paths, paths.reservation(), false, err));
 }
 
 int Reservation::flush()

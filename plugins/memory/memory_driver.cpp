@@ -7,6 +7,7 @@
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
+#include <kvblob/support/shared_jobs.hpp>
 #include <kvblob/support/trailer.hpp>
 
 #include <algorithm>
@@ -88,27 +89,38 @@ void MemoryDriver::dispatch(MemoryOp &op)
     switch (mode_) {
     case Mode::blocking: run(op); break;
     case Mode::background:
-        // A poll that finds op still queued runs it in the waiting thread
-        // (run_queued); the job says it began, so later polls only look.
+        // The polls that wait for op copy its rows beside the worker
+        // (run_queued).
         if (!waiter_runs_) {
             workers_.push([this, &op] { run(op); });
             break;
         }
-        op.queued.store(true, std::memory_order_relaxed);
-        workers_.push(
-            [this, &op] {
-                op.queued.store(false, std::memory_order_relaxed);
-                run(op);
-            },
-            &op);
+        support::push_shared(workers_, op, rows_per_claim(op), [this, &op](bool holds_job) { share_rows(op, holds_job); });
         break;
     case Mode::controlled: break;  // waits for advance()
     }
 }
 
-// Background mode: the waiting caller copies its own rows when no worker
-// took them yet (a copy in memory: bounded work, as blocking mode's put).
-bool MemoryDriver::run_queued(Op &op) { return workers_.run_queued(&op); }
+// Background mode: the waiting caller copies rows of its own that no thread
+// took yet (a copy in memory: bounded work, as blocking mode's put).
+bool MemoryDriver::run_queued(Op &base)
+{
+    auto &op = static_cast<MemoryOp &>(base);
+    return support::run_unclaimed(workers_, op, [&](bool holds_job) { share_rows(op, holds_job); });
+}
+
+void MemoryDriver::share_rows(MemoryOp &op, bool holds_job)
+{
+    if (op.share.work([&](uint64_t i) { transfer_row(op, i); }, holds_job)) complete(op);
+}
+
+// Rows under 64 KiB several at a time, about 64 KiB a claim: a 4 KiB copy
+// takes about as long as passing the claim counter between cores.
+uint64_t MemoryDriver::rows_per_claim(const MemoryOp &op)
+{
+    const uint64_t row_bytes = op.rows.empty() ? 0 : op.rows[0].total;
+    return row_bytes >= 65536 ? 1 : std::max<size_t>(1, op.rows.size());
+}
 
 void MemoryDriver::stop()
 {
@@ -118,7 +130,13 @@ void MemoryDriver::stop()
 
 void MemoryDriver::run(MemoryOp &op)
 {
-    transfer(op);
+    for (size_t i = 0; i < op.rows.size(); ++i) transfer_row(op, i);
+    complete(op);
+}
+
+// Every row transferred: commits, then ends access and finishes.
+void MemoryDriver::complete(MemoryOp &op)
+{
     commit(op);
     if (access_delay_.count() > 0) {
         // Final now, access open until the delay passed: op cannot be
@@ -131,16 +149,14 @@ void MemoryDriver::run(MemoryOp &op)
     }
 }
 
-void MemoryDriver::transfer(MemoryOp &op)
+void MemoryDriver::transfer_row(MemoryOp &op, size_t i)
 {
-    for (size_t i = 0; i < op.rows.size(); ++i) {
-        if (!begin_row(op, i)) continue;  // cancelled
-        switch (op.kind) {
-        case OpKind::put: transfer_put(op, i); break;
-        case OpKind::get: transfer_get(op, i); break;
-        case OpKind::probe: transfer_probe(op, i); break;
-        case OpKind::remove: transfer_remove(op, i); break;
-        }
+    if (!begin_row(op, i)) return;  // cancelled
+    switch (op.kind) {
+    case OpKind::put: transfer_put(op, i); break;
+    case OpKind::get: transfer_get(op, i); break;
+    case OpKind::probe: transfer_probe(op, i); break;
+    case OpKind::remove: transfer_remove(op, i); break;
     }
 }
 
@@ -317,7 +333,7 @@ kvblob_status MemoryDriver::advance(kvblob_op_t *handle, kvblob_stage stage)
         }
         if (stage >= KVBLOB_STAGE_TRANSFER_END && !op.transferred) {
             op.transferred = true;
-            transfer(op);
+            for (size_t i = 0; i < op.rows.size(); ++i) transfer_row(op, i);
         }
         if (stage == KVBLOB_STAGE_COMMIT && !op.committed) {
             op.committed = true;

@@ -4,8 +4,8 @@
 //   blocking    the operation is final, and its access ended, when put/get
 //               returns;
 //   background  the handle comes back at once; worker threads complete it,
-//               or, with waiter_runs (the default), a poll that finds it
-//               still queued, in the polling thread;
+//               and with waiter_runs (the default) the polls that wait for
+//               it copy its rows beside them (row_share.hpp);
 //   controlled  nothing moves until advance() (kvblob.scenarios/1) releases
 //               each stage: START, TRANSFER_END, then COMMIT and ACCESS_END
 //               in either order. This is how tests show that results and
@@ -79,7 +79,12 @@ private:
                  Mode mode, unsigned workers, std::chrono::milliseconds access_delay, bool waiter_runs);
 
     void run(MemoryOp &op);  // every stage, in order
-    void transfer(MemoryOp &op);
+    void complete(MemoryOp &op);  // commit, then access and results
+    // Background mode with waiter_runs: rows until none is unclaimed, the
+    // worker's job (holds_job) and waiting polls alike (row_share.hpp).
+    void share_rows(MemoryOp &op, bool holds_job);
+    static uint64_t rows_per_claim(const MemoryOp &op);
+    void transfer_row(MemoryOp &op, size_t i);
     void transfer_put(MemoryOp &op, size_t i);
     void transfer_get(MemoryOp &op, size_t i);
     void transfer_probe(MemoryOp &op, size_t i);
@@ -106,8 +111,8 @@ private:
     std::atomic<bool> keys_staged_{false};
     std::atomic<bool> pool_full_{false};
 
-    // Background mode's workers; with waiter_runs, a poll that finds its
-    // operation still queued runs it itself.
+    // Background mode's workers; with waiter_runs, a poll that finds rows
+    // of its operation unclaimed runs them itself.
     const bool waiter_runs_;
     support::WorkQueue workers_;
 };

@@ -21,9 +21,9 @@ constexpr std::array<kvblob_option_desc_t, 8> own_options = {{
            "advance only through the scenario hooks (tests)."),
     option(KVBLOB_OPTION_INT, "workers", "2", nullptr, "Worker threads in background mode."),
     option(KVBLOB_OPTION_BOOL, "waiter_runs", "true", nullptr,
-           "Background mode: a poll that finds its operation still queued copies its rows in the polling thread "
-           "rather than waiting for a worker's time slice (what keeps the mode fast when every core is busy). "
-           "false: only the workers do an operation's work."),
+           "Background mode: the polls that wait for an operation copy its rows beside the worker, rows no "
+           "thread took yet, rather than waiting for a worker's time slice (what keeps the mode fast when every "
+           "core is busy). false: only the workers do an operation's work."),
     option(KVBLOB_OPTION_BOOL, "hints", "true", nullptr,
            "Declare the hints capability (a copy of each hint is kept with its operation)."),
     option(KVBLOB_OPTION_MILLISECONDS, "access_delay_ms", "0", nullptr,

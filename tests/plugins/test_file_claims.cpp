@@ -35,8 +35,8 @@ constexpr unsigned fanout = 2;  // the driver's default
 void plant_stale_claim(const std::string &root, const std::string &key, uint64_t size)
 {
     const auto p = kvblob::file::paths_for(root, fanout, key);
-    REQUIRE(kvblob::file::make_dirs(root, p.dir) == 0);
-    const int fd = ::open(p.reservation.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    REQUIRE(kvblob::file::make_dirs(root, p.dir()) == 0);
+    const int fd = ::open(p.reservation().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     REQUIRE(fd >= 0);
     std::vector<uint8_t> half(size / 2, 0xAB);
     CHECK(::write(fd, half.data(), half.size()) == static_cast<ssize_t>(half.size()));

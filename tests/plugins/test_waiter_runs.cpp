@@ -1,10 +1,12 @@
-// A poll that finds its operation still queued runs it in the polling thread
-// (plugins/support: DriverBase::run_queued, QueuedDriver, WorkQueue), the
-// bundled drivers' way of staying fast when every core is busy. Shown on a
-// driver of the test's own whose one worker the test holds inside an
-// operation, so that which thread runs what is known without timing.
+// A poll that finds its operation still queued, or rows of it unclaimed,
+// runs them in the polling thread (plugins/support: DriverBase::run_queued,
+// QueuedDriver, RowShare, WorkQueue), the bundled drivers' way of staying
+// fast when every core is busy. Shown on a driver of the test's own whose
+// one worker the test holds inside a row, so that which thread runs what is
+// known without timing.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "kvblob/support/queued_driver.hpp"
+#include "kvblob/support/row_share.hpp"
 
 using namespace std::chrono_literals;
 using kvblob::support::Op;
@@ -32,8 +35,8 @@ kvblob_caps_t gate_caps()
     return caps;
 }
 
-// Every row READY; an operation whose first key is "gate" waits inside its
-// worker until the test opens the gate. Records the thread each key ran on.
+// Every row READY; a row whose key is "gate" waits inside the thread that
+// runs it until the test opens the gate. Records the thread each key ran on.
 class GateDriver : public kvblob::support::QueuedDriver {
 public:
     explicit GateDriver(bool waiter_runs) : QueuedDriver(gate_caps(), nullptr) { start_workers(1, waiter_runs); }
@@ -69,23 +72,23 @@ public:
 protected:
     void run(Op &op) override
     {
-        if (op.rows.front().key == "gate") {
-            std::unique_lock lock(mu_);
+        for (size_t i = 0; i < op.rows.size(); ++i) run_row(op, i);
+        end_access(op);
+        finish(op);
+    }
+    void run_row(Op &op, size_t i) override
+    {
+        if (!begin_row(op, i)) return;
+        std::unique_lock lock(mu_);
+        if (op.rows[i].key == "gate") {
             inside_ = true;
             cv_.notify_all();
             cv_.wait(lock, [&] { return open_; });
         }
-        for (size_t i = 0; i < op.rows.size(); ++i) {
-            if (!begin_row(op, i)) continue;
-            {
-                std::lock_guard lock(mu_);
-                ran_on_[op.rows[i].key] = std::this_thread::get_id();
-                ++runs_[op.rows[i].key];
-            }
-            set_row(op, i, KVBLOB_ROW_READY);
-        }
-        end_access(op);
-        finish(op);
+        ran_on_[op.rows[i].key] = std::this_thread::get_id();
+        ++runs_[op.rows[i].key];
+        lock.unlock();
+        set_row(op, i, KVBLOB_ROW_READY);
     }
 
 private:
@@ -96,15 +99,18 @@ private:
     std::map<std::string, int> runs_;
 };
 
-kvblob_op_t *probe(GateDriver &d, const std::string &key)
+kvblob_op_t *probe(GateDriver &d, const std::vector<std::string> &keys)
 {
-    kvblob_row_t row{sizeof(kvblob_row_t), 0, reinterpret_cast<const uint8_t *>(key.data()), key.size(), nullptr};
-    kvblob_batch_t batch{sizeof(kvblob_batch_t), 0, &row, 1, nullptr};
+    std::vector<kvblob_row_t> rows;
+    for (const auto &key : keys)
+        rows.push_back({sizeof(kvblob_row_t), 0, reinterpret_cast<const uint8_t *>(key.data()), key.size(), nullptr});
+    kvblob_batch_t batch{sizeof(kvblob_batch_t), 0, rows.data(), rows.size(), nullptr};
     kvblob_op_t *op = nullptr;
     std::string why;
     REQUIRE_MESSAGE(d.submit(OpKind::probe, &batch, &op, why) == KVBLOB_OK, why);
     return op;
 }
+kvblob_op_t *probe(GateDriver &d, const std::string &key) { return probe(d, std::vector<std::string>{key}); }
 
 bool final_now(GateDriver &d, kvblob_op_t *op)
 {
@@ -137,6 +143,27 @@ TEST_CASE("waiter runs: a poll runs its own queued operation in the polling thre
     CHECK(d.can_close() == KVBLOB_OK);
 }
 
+TEST_CASE("waiter runs: a poll runs the rows no thread claimed beside the worker, and the row run last completes the operation")
+{
+    GateDriver d(true);
+    kvblob_op_t *op = probe(d, {"gate", "a", "b", "c"});
+    d.wait_inside_gate();  // the worker claimed the first row and waits inside it
+    CHECK_FALSE(final_now(d, op));  // this poll ran the other three
+    for (const char *key : {"a", "b", "c"}) {
+        CHECK(d.runs(key) == 1);
+        CHECK(d.ran_on(key) == std::this_thread::get_id());
+    }
+    CHECK_FALSE(final_now(d, op));  // nothing is left for a poll: the gate's row is the worker's
+    CHECK(d.runs("a") == 1);
+    d.open_gate();
+    CHECK(d.drain(60'000'000'000ull) == KVBLOB_OK);
+    CHECK(final_now(d, op));
+    CHECK(d.runs("gate") == 1);
+    CHECK(d.ran_on("gate") != std::this_thread::get_id());
+    CHECK(d.release(op) == KVBLOB_OK);
+    CHECK(d.can_close() == KVBLOB_OK);
+}
+
 TEST_CASE("waiter runs: without it, a poll never runs an operation, and the worker runs it once the gate opens")
 {
     GateDriver d(false);
@@ -155,15 +182,18 @@ TEST_CASE("waiter runs: without it, a poll never runs an operation, and the work
     CHECK(d.can_close() == KVBLOB_OK);
 }
 
-TEST_CASE("waiter runs: many threads polling their own operations while the worker runs others: each runs once")
+TEST_CASE("waiter runs: many threads polling their own operations while the worker runs others: each row runs once")
 {
     GateDriver d(true);
-    constexpr int threads = 3, per_thread = 300;
+    constexpr int threads = 3, per_thread = 300, rows = 3;
+    const auto key = [](int t, int j, int r) {
+        return "k" + std::to_string(t) + "-" + std::to_string(j) + "-" + std::to_string(r);
+    };
     std::vector<std::thread> pollers;
     for (int t = 0; t < threads; ++t)
         pollers.emplace_back([&, t] {
             for (int j = 0; j < per_thread; ++j) {
-                kvblob_op_t *op = probe(d, "k" + std::to_string(t) + "-" + std::to_string(j));
+                kvblob_op_t *op = probe(d, {key(t, j, 0), key(t, j, 1), key(t, j, 2)});
                 uint32_t fin = 0;
                 // Polled until final: by this thread or by the worker.
                 while (d.poll(op, &fin) == KVBLOB_OK && !fin) std::this_thread::yield();
@@ -173,8 +203,61 @@ TEST_CASE("waiter runs: many threads polling their own operations while the work
     for (auto &p : pollers) p.join();
     int wrong = 0;
     for (int t = 0; t < threads; ++t)
-        for (int j = 0; j < per_thread; ++j) wrong += d.runs("k" + std::to_string(t) + "-" + std::to_string(j)) != 1;
+        for (int j = 0; j < per_thread; ++j)
+            for (int r = 0; r < rows; ++r) wrong += d.runs(key(t, j, r)) != 1;
     CHECK(wrong == 0);
     CHECK(d.drain(60'000'000'000ull) == KVBLOB_OK);
     CHECK(d.can_close() == KVBLOB_OK);
+}
+
+TEST_CASE("row share: every row runs once, and exactly one call is told to complete, however the threads meet")
+{
+    using kvblob::support::RowShare;
+    for (const uint64_t per_claim : {1, 3}) {
+        CAPTURE(per_claim);
+        // The job alone.
+        RowShare alone;
+        alone.open(10, per_claim);
+        std::vector<int> ran(10, 0);
+        CHECK(alone.work([&](uint64_t i) { ++ran[i]; }, true));
+        CHECK(ran == std::vector<int>(10, 1));
+        CHECK_FALSE(alone.unclaimed());
+
+        // An operation of no rows: the job completes it.
+        RowShare none;
+        none.open(0, per_claim);
+        CHECK_FALSE(none.unclaimed());
+        CHECK(none.work([](uint64_t) { FAIL("no row to run"); }, true));
+
+        // A helper that took every row leaves the completion to the job.
+        RowShare helped;
+        helped.open(7, per_claim);
+        std::vector<int> helped_ran(7, 0);
+        CHECK(helped.unclaimed());
+        CHECK_FALSE(helped.work([&](uint64_t i) { ++helped_ran[i]; }, false));
+        CHECK(helped_ran == std::vector<int>(7, 1));
+        CHECK_FALSE(helped.unclaimed());
+        CHECK(helped.work([&](uint64_t) { FAIL("every row was claimed"); }, true));
+
+        // Helpers and the job at once, many times.
+        constexpr int rounds = 1000, helpers = 2;
+        constexpr uint64_t rows = 9;
+        int wrong_runs = 0, wrong_completions = 0;
+        for (int round = 0; round < rounds; ++round) {
+            RowShare share;
+            share.open(rows, per_claim);
+            std::vector<std::atomic<int>> runs(rows);
+            std::atomic<int> completions{0};
+            std::vector<std::thread> threads;
+            for (int h = 0; h <= helpers; ++h)
+                threads.emplace_back([&, h] {
+                    if (share.work([&](uint64_t i) { runs[i].fetch_add(1); }, h == 0)) completions.fetch_add(1);
+                });
+            for (auto &t : threads) t.join();
+            for (const auto &r : runs) wrong_runs += r.load() != 1;
+            wrong_completions += completions.load() != 1;
+        }
+        CHECK(wrong_runs == 0);
+        CHECK(wrong_completions == 0);
+    }
 }

@@ -68,18 +68,20 @@ namespace {
 
 // The digest a trailer of this version carries (version 1 for any version
 // but 2: the callers have checked it is one of the two).
-KeyDigest digest_for(uint32_t version, std::string_view key)
+KeyDigest digest_for(uint32_t version, std::string_view key, const KeyDigest *known_v1)
 {
-    return version == trailer_v2 ? key_digest_v2(key) : key_digest(key);
+    if (version == trailer_v2) return key_digest_v2(key);
+    return known_v1 ? *known_v1 : key_digest(key);
 }
 
 }  // namespace
 
-void write_trailer(uint8_t *out, uint32_t version, std::string_view key, uint64_t len, uint32_t crc)
+void write_trailer(uint8_t *out, uint32_t version, std::string_view key, uint64_t len, uint32_t crc,
+                   const KeyDigest *known_v1)
 {
     std::memcpy(out, magic, 4);
     put32(out + 4, version);
-    const KeyDigest d = digest_for(version, key);
+    const KeyDigest d = digest_for(version, key, known_v1);
     std::memcpy(out + 8, d.data(), 16);
     put64(out + 24, len);
     put32(out + 32, crc);
@@ -108,13 +110,13 @@ TrailerFault check_trailer(const uint8_t *object, uint64_t object_size, std::str
 }
 
 TrailerFault check_trailer_bytes(const uint8_t *t, uint64_t object_size, std::string_view key,
-                                 uint64_t &payload_len, uint32_t &crc)
+                                 uint64_t &payload_len, uint32_t &crc, const KeyDigest *known_v1)
 {
     if (object_size < trailer_size) return TrailerFault::too_short;
     if (std::memcmp(t, magic, 4) != 0) return TrailerFault::bad_magic;
     const uint32_t version = get32(t + 4);
     if (version != trailer_v1 && version != trailer_v2) return TrailerFault::bad_version;
-    const KeyDigest d = digest_for(version, key);
+    const KeyDigest d = digest_for(version, key, known_v1);
     if (std::memcmp(t + 8, d.data(), 16) != 0) return TrailerFault::bad_key;
     payload_len = get64(t + 24);
     if (payload_len != object_size - trailer_size) return TrailerFault::bad_length;

@@ -23,6 +23,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "kvblob/support/row_share.hpp"
+
 // The opaque handle types of the C header, completed for the bundled drivers.
 struct kvblob_driver {};
 struct kvblob_region {};
@@ -120,6 +122,9 @@ struct Op : kvblob_op {
     // (DriverBase::run_queued). Set before the push; cleared by the job as it
     // begins, so a poll that reads true only looks, under the queue's lock.
     std::atomic<bool> queued{false};
+    // Its rows, where the job and waiting polls share them (row_share.hpp):
+    // a poll that finds rows unclaimed runs some itself.
+    RowShare share;
 };
 
 class DriverBase : public kvblob_driver {
@@ -164,9 +169,9 @@ protected:
     virtual void on_cancel(Op &op);
     // Stops worker threads; called by close before deletion.
     virtual void stop() {}
-    // A poll found op not final while op.queued is set: the driver runs op's
-    // queued work in the polling thread if no worker took it yet, and says
-    // whether it did. A caller polls when it waits for op; on a machine
+    // A poll found op not final while op.queued is set, or op's rows
+    // unclaimed (op.share): the driver runs op's work that no thread took
+    // yet in the polling thread, and says whether it did. A caller polls when it waits for op; on a machine
     // whose cores are all busy, the worker that would run it waits for a
     // time slice while the caller sits idle. Only a driver whose work is
     // bounded local work (copies, local files) overrides it: poll never

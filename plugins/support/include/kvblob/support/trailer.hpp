@@ -29,8 +29,10 @@ KeyDigest key_digest(std::string_view key);
 KeyDigest key_digest_v2(std::string_view key);
 
 // Writes the trailer (version trailer_v1 or trailer_v2) for a payload of
-// length len with checksum crc into out.
-void write_trailer(uint8_t *out, uint32_t version, std::string_view key, uint64_t len, uint32_t crc);
+// length len with checksum crc into out. known_v1: the key's key_digest,
+// where the caller has it already (it is not computed again).
+void write_trailer(uint8_t *out, uint32_t version, std::string_view key, uint64_t len, uint32_t crc,
+                   const KeyDigest *known_v1 = nullptr);
 
 // Why a stored object is not the one asked for; each has its own message.
 enum class TrailerFault { none, too_short, bad_magic, bad_version, bad_key, bad_length, bad_checksum };
@@ -44,6 +46,6 @@ TrailerFault check_trailer(const uint8_t *object, uint64_t object_size, std::str
 // The same, given the trailer's trailer_size bytes alone (read from the end
 // of an object of object_size bytes), for stores that read it apart.
 TrailerFault check_trailer_bytes(const uint8_t *trailer, uint64_t object_size, std::string_view key,
-                                 uint64_t &payload_len, uint32_t &crc);
+                                 uint64_t &payload_len, uint32_t &crc, const KeyDigest *known_v1 = nullptr);
 
 }  // namespace kvblob::support
