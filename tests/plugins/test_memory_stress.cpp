@@ -81,3 +81,61 @@ TEST_CASE("concurrency stress: mixed operations from many threads never show a p
     CHECK(a.driver().drain(10s) == KVBLOB_OK);
     CHECK(b.driver().drain(10s) == KVBLOB_OK);
 }
+
+// Rows of 64 KiB and more are shared between the worker that runs an
+// operation and the threads that wait for it (row_share.hpp): every row of
+// a put reaches the store whole, every row of a get lands whole in its own
+// place, and a cancel in the middle leaves each row either done or
+// CANCELLED, never half.
+TEST_CASE("concurrency stress: the rows of one operation, shared by its waiting thread and the workers, each move whole")
+{
+    MemoryHarness h({{"store", unique_store("shared-rows")}, {"mode", "background"}, {"workers", "2"}});
+    constexpr int threads = 3, iterations = 60, rows = 6;
+    constexpr size_t size = 64 << 10;
+    std::atomic<int> wrong{0}, failures{0}, cancelled{0};
+    auto worker = [&](int t) {
+        auto src = h.buffer(size * rows), dst = h.buffer(size * rows);
+        for (int i = 0; i < iterations; ++i) {
+            Batch put, get;
+            for (int r = 0; r < rows; ++r) {
+                const std::string key = "shared/" + std::to_string(t) + "/" + std::to_string(i) + "/" + std::to_string(r);
+                fill_pattern(src.bytes.data() + r * size, size, static_cast<uint32_t>(t * 100000 + i * 100 + r));
+                put.row(key, {make_span(src.handle(), r * size, size)});
+                get.row(key, {make_span(dst.handle(), r * size, size)});
+            }
+            auto op = h.submit(OpKind::put, put);
+            if (i % 5 == 4) op.cancel();
+            if (!op.wait(30s)) {
+                ++failures;
+                continue;
+            }
+            const auto stored = op.results();
+            std::memset(dst.bytes.data(), 0, dst.bytes.size());
+            auto back = h.submit(OpKind::get, get);
+            if (!back.wait(30s)) {
+                ++failures;
+                continue;
+            }
+            const auto read = back.results();
+            for (int r = 0; r < rows; ++r) {
+                if (stored[r].result == KVBLOB_ROW_CANCELLED) {
+                    ++cancelled;
+                    wrong += read[r].result != KVBLOB_ROW_MISS;
+                    continue;
+                }
+                if (stored[r].result != KVBLOB_ROW_READY || read[r].result != KVBLOB_ROW_READY) {
+                    ++failures;
+                    continue;
+                }
+                wrong += std::memcmp(dst.bytes.data() + r * size, src.bytes.data() + r * size, size) != 0;
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+    for (auto &t : pool) t.join();
+    CHECK(wrong.load() == 0);
+    CHECK(failures.load() == 0);
+    MESSAGE("cancelled rows: " << cancelled.load());
+    CHECK(h.driver().drain(10s) == KVBLOB_OK);
+}
