@@ -309,8 +309,9 @@ FileDriver::Outcome FileDriver::stage_put(const support::Row &row, std::optional
     case Reservation::Outcome::no_space: return {KVBLOB_ROW_DECLINED, ENOSPC, error};
     case Reservation::Outcome::failed: return {KVBLOB_ROW_FAULT, 0, error};
     }
-    // Published by another writer between the first look and the claim.
-    if (::stat(p.object.c_str(), &st) == 0) return {KVBLOB_ROW_READY, 0, "already stored; left as it was"};
+    // Another writer that published between the first look and the claim
+    // is found by the link, which refuses to replace (publish_put): no
+    // second look on every put.
 
     if (const int err = write_object(row, p.digest, reservation))
         return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err,

@@ -193,24 +193,24 @@ Reservation::Publish Reservation::publish(const std::string &object, uint64_t by
 
 Reservation::~Reservation()
 {
-    // Our claim only, while the file is still open (its inode not reused),
-    // and only when our file still has a name besides its object's: else a
-    // breaker removed it, and the name may be another writer's claim now.
-    struct stat st {};
-    const nlink_t object_names = published_ ? 1 : 0;
-    if (!path_.empty() && (::fstat(fd_.get(), &st) != 0 || st.st_nlink > object_names)) {
-        if (!published_) {
-            // Marked first: should the claim stand aside in a breaker's
-            // hands now, that breaker finds the mark once it puts it back.
+    // Our claim only, while the file is still open (its inode not reused).
+    if (!path_.empty()) {
+        struct stat st {};
+        if (published_) {
+            // A plain unlink after the look: the name is ours only while it
+            // names our file (a breaker may have removed it, and another
+            // writer claimed it since). Should a claim made in between be
+            // removed instead, its writer finds the object (READY) or its
+            // file gone (NOT_READY): no harm, one rename less on every put.
+            if (::lstat(path_.c_str(), &st) == 0 && id_of(st) == id_) ::unlink(path_.c_str());
+        } else if (::fstat(fd_.get(), &st) != 0 || st.st_nlink > 0) {
+            // Still named (else a breaker removed it, and the name may be
+            // another writer's claim now). Marked first: should the claim
+            // stand aside in a breaker's hands now, that breaker finds the
+            // mark once it puts it back.
             const timespec epoch[2] = {{0, 0}, {0, 0}};
             ::futimens(fd_.get(), epoch);
             remove_if_same(path_, id_);
-        } else if (::lstat(path_.c_str(), &st) == 0 && id_of(st) == id_) {
-            // Published: a plain unlink after the look. Should a claim made
-            // in between be removed instead, its writer finds the object
-            // (READY) or its file gone (NOT_READY): no harm, one rename less
-            // on every put.
-            ::unlink(path_.c_str());
         }
     }
     fd_.reset();
