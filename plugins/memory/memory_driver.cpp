@@ -95,7 +95,8 @@ void MemoryDriver::dispatch(MemoryOp &op)
             workers_.push([this, &op] { run(op); });
             break;
         }
-        support::push_shared(workers_, op, rows_per_claim(op), [this, &op](bool holds_job) { share_rows(op, holds_job); });
+        support::push_shared(workers_, op, rows_per_claim(op),
+                             [this, &op](bool holds_job) { share_rows(op, holds_job); });
         break;
     case Mode::controlled: break;  // waits for advance()
     }
@@ -114,8 +115,10 @@ void MemoryDriver::share_rows(MemoryOp &op, bool holds_job)
     if (op.share.work([&](uint64_t i) { transfer_row(op, i); }, holds_job)) complete(op);
 }
 
-// Rows under 64 KiB several at a time, about 64 KiB a claim: a 4 KiB copy
-// takes about as long as passing the claim counter between cores.
+// Rows under 64 KiB all in one claim: split 16 rows of 4 KiB a claim, a
+// put took twice as long, its two threads meeting on the buffer pool's
+// lock for every row (docs/performance.md, "Sharing rows"). From 64 KiB a
+// row the copy dominates, and each claim is one row.
 uint64_t MemoryDriver::rows_per_claim(const MemoryOp &op)
 {
     const uint64_t row_bytes = op.rows.empty() ? 0 : op.rows[0].total;

@@ -98,7 +98,8 @@ TEST_CASE("concurrency stress: the rows of one operation, shared by its waiting 
         for (int i = 0; i < iterations; ++i) {
             Batch put, get;
             for (int r = 0; r < rows; ++r) {
-                const std::string key = "shared/" + std::to_string(t) + "/" + std::to_string(i) + "/" + std::to_string(r);
+                const std::string key =
+                    "shared/" + std::to_string(t) + "/" + std::to_string(i) + "/" + std::to_string(r);
                 fill_pattern(src.bytes.data() + r * size, size, static_cast<uint32_t>(t * 100000 + i * 100 + r));
                 put.row(key, {make_span(src.handle(), r * size, size)});
                 get.row(key, {make_span(dst.handle(), r * size, size)});

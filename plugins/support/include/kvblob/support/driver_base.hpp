@@ -171,9 +171,10 @@ protected:
     virtual void stop() {}
     // A poll found op not final while op.queued is set, or op's rows
     // unclaimed (op.share): the driver runs op's work that no thread took
-    // yet in the polling thread, and says whether it did. A caller polls when it waits for op; on a machine
-    // whose cores are all busy, the worker that would run it waits for a
-    // time slice while the caller sits idle. Only a driver whose work is
+    // yet in the polling thread, and says whether it did. A caller polls
+    // when it waits for op; on a machine whose cores are all busy, the
+    // worker that would run it waits for a time slice while the caller sits
+    // idle. Only a driver whose work is
     // bounded local work (copies, local files) overrides it: poll never
     // waits on a store's network round trip.
     virtual bool run_queued(Op &) { return false; }
