@@ -57,10 +57,9 @@ private:
 };
 thread_local AlignedBuffer bounce;
 
-std::vector<iovec> iovecs_of(const support::Row &row, uint8_t *trailer)
+IovecList iovecs_of(const support::Row &row, uint8_t *trailer)
 {
-    std::vector<iovec> iov;
-    iov.reserve(row.spans.size() + 1);
+    IovecList iov;
     for (const auto &s : row.spans) iov.push_back({s.data, s.length});
     iov.push_back({trailer, trailer_size});
     return iov;
@@ -377,14 +376,16 @@ int FileDriver::write_object(const support::Row &row, const support::KeyDigest &
         }
         support::write_trailer(dst, support::trailer_v1, row.key, row.total, crc, &digest);
         std::memset(dst + trailer_size, 0, padded - bytes);
-        err = pwritev_all(fd, {{buf, padded}}, 0);
+        iovec whole{buf, padded};
+        err = pwritev_all(fd, {&whole, 1}, 0);
         if (!err && ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) err = errno;
     } else {
         uint32_t crc = 0;
         for (const auto &s : row.spans) crc = support::crc32c(crc, s.data, s.length);
         uint8_t trailer[trailer_size];
         support::write_trailer(trailer, support::trailer_v1, row.key, row.total, crc, &digest);
-        err = pwritev_all(fd, iovecs_of(row, trailer), 0);
+        IovecList iov = iovecs_of(row, trailer);
+        err = pwritev_all(fd, iov.span(), 0);
     }
     return err;
 }
@@ -411,7 +412,8 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
         // R-ROW-5: refused before writing a byte; the trailer says whether
         // the object is whole and merely of another size.
         if (size < trailer_size) return trailer_fault(support::TrailerFault::too_short);
-        if (const int err = preadv_all(fd.get(), {{trailer, trailer_size}}, size - trailer_size))
+        iovec at_end{trailer, trailer_size};
+        if (const int err = preadv_all(fd.get(), {&at_end, 1}, size - trailer_size))
             return {KVBLOB_ROW_FAULT, err, errno_text("read", p.object, err > 0 ? err : EIO)};
         auto f = support::check_trailer_bytes(trailer, size, row.key, payload, recorded, &p.digest);
         if (f != support::TrailerFault::none) return trailer_fault(f);
@@ -439,7 +441,8 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
         }
     } else {
         // Straight into the caller's spans, the trailer beside them.
-        if (const int err = preadv_all(fd.get(), iovecs_of(row, trailer), 0)) {
+        IovecList iov = iovecs_of(row, trailer);
+        if (const int err = preadv_all(fd.get(), iov.span(), 0)) {
             if (err < 0) return {KVBLOB_ROW_FAULT, EIO, "the object ended early: " + p.object};
             return {KVBLOB_ROW_FAULT, err, errno_text("read", p.object, err)};
         }

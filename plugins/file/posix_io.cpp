@@ -9,7 +9,7 @@ namespace kvblob::file {
 namespace {
 
 // Drops n bytes from the front of iov (after a partial transfer).
-void advance(std::vector<iovec> &iov, size_t &first, size_t n)
+void advance(std::span<iovec> iov, size_t &first, size_t n)
 {
     while (n > 0 && first < iov.size()) {
         if (n >= iov[first].iov_len) {
@@ -25,7 +25,7 @@ void advance(std::vector<iovec> &iov, size_t &first, size_t n)
 }
 
 template <class Call>
-int transfer_all(std::vector<iovec> &iov, uint64_t offset, bool reading, Call call)
+int transfer_all(std::span<iovec> iov, uint64_t offset, bool reading, Call call)
 {
     size_t first = 0;
     advance(iov, first, 0);
@@ -54,13 +54,13 @@ int open_maybe_direct(const std::string &path, int flags, bool direct, mode_t mo
     return ::open(path.c_str(), flags | O_CLOEXEC, mode);
 }
 
-int pwritev_all(int fd, std::vector<iovec> iov, uint64_t offset)
+int pwritev_all(int fd, std::span<iovec> iov, uint64_t offset)
 {
     return transfer_all(iov, offset, false,
                         [fd](const iovec *v, int n, off_t off) { return ::pwritev(fd, v, n, off); });
 }
 
-int preadv_all(int fd, std::vector<iovec> iov, uint64_t offset)
+int preadv_all(int fd, std::span<iovec> iov, uint64_t offset)
 {
     return transfer_all(iov, offset, true, [fd](const iovec *v, int n, off_t off) { return ::preadv(fd, v, n, off); });
 }

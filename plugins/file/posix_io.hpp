@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,10 +61,34 @@ inline bool is_no_space(int err) { return err == ENOSPC || err == EDQUOT; }
 // otherwise; a descriptor or -1 with errno set.
 int open_maybe_direct(const std::string &path, int flags, bool direct, mode_t mode = 0);
 
-// Writes every byte of iov at offset; 0 or an errno.
-int pwritev_all(int fd, std::vector<iovec> iov, uint64_t offset);
+// Writes every byte of iov at offset; 0 or an errno. iov is used up (its
+// entries advance past what was written).
+int pwritev_all(int fd, std::span<iovec> iov, uint64_t offset);
 // Reads exactly the bytes of iov from offset; 0, an errno, or -1 when the
-// file ended first.
-int preadv_all(int fd, std::vector<iovec> iov, uint64_t offset);
+// file ended first. iov is used up.
+int preadv_all(int fd, std::span<iovec> iov, uint64_t offset);
+
+// Some iovecs, held inline up to a row of seven spans and its trailer (a
+// row's read or write allocates nothing), in a vector beyond.
+class IovecList {
+public:
+    void push_back(const iovec &v)
+    {
+        if (size_ < inline_capacity) {
+            inline_[size_++] = v;
+            return;
+        }
+        if (more_.empty()) more_.assign(inline_, inline_ + size_);
+        more_.push_back(v);
+        ++size_;
+    }
+    std::span<iovec> span() { return size_ <= inline_capacity ? std::span(inline_, size_) : std::span(more_); }
+
+private:
+    static constexpr size_t inline_capacity = 8;
+    iovec inline_[inline_capacity];
+    std::vector<iovec> more_;
+    size_t size_ = 0;
+};
 
 }  // namespace kvblob::file

@@ -222,6 +222,35 @@ TEST_CASE("file driver: direct I/O round-trips multi-span rows of unaligned size
     CHECK(fs::file_size(files_named(root.path(), ".obj").at(0)) == 3 * 4099 + 40);
 }
 
+TEST_CASE("file driver: buffered rows of more spans than a read or write holds inline round-trip")
+{
+    TempDir root("kvblob-file-spans");
+    FileHarness h(root.path());
+    const size_t max_spans = h.driver().caps().max_spans_per_row;
+    for (const size_t spans : {size_t(1), size_t(7), size_t(8), size_t(12)}) {
+        CAPTURE(spans);
+        if (spans > max_spans) continue;
+        constexpr size_t each = 1000;
+        auto src = h.buffer(spans * each);
+        auto dst = h.buffer(spans * each);
+        fill_pattern(src.bytes.data(), src.bytes.size(), static_cast<uint32_t>(spans));
+        std::vector<kvblob_span_t> in, out;
+        for (size_t s = 0; s < spans; ++s) {
+            in.push_back(make_span(src.handle(), s * each, each));
+            out.push_back(make_span(dst.handle(), (spans - 1 - s) * each, each));  // the other way round
+        }
+        const std::string key = "spans-" + std::to_string(spans);
+        CHECK(h.one(OpKind::put, key, in) == KVBLOB_ROW_READY);
+        CHECK(h.one(OpKind::get, key, out) == KVBLOB_ROW_READY);
+        bool same = true;
+        for (size_t s = 0; s < spans; ++s) {
+            const uint8_t *back = dst.bytes.data() + (spans - 1 - s) * each;
+            same = same && std::memcmp(src.bytes.data() + s * each, back, each) == 0;
+        }
+        CHECK(same);
+    }
+}
+
 TEST_CASE("file driver: a root that is missing or not a directory is refused, naming the option")
 {
     TempDir root("kvblob-file-bad");
