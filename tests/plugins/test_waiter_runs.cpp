@@ -119,6 +119,46 @@ bool final_now(GateDriver &d, kvblob_op_t *op)
     return fin != 0;
 }
 
+kvblob_caps_t held_caps()
+{
+    kvblob_caps_t caps{};
+    caps.struct_size = sizeof caps;
+    caps.max_rows_per_op = 16;
+    caps.max_spans_per_row = 4;
+    caps.max_key_bytes = 64;
+    caps.max_object_bytes = 1 << 20;
+    caps.max_ops_in_flight = 1024;
+    return caps;
+}
+
+// Every row READY, counted; a get naming a key staged with stage_held_get
+// is parked until release_held_gets pushes it (and opens its rows to
+// sharing) on whichever thread calls it.
+class HeldDriver : public kvblob::support::QueuedDriver {
+public:
+    HeldDriver() : QueuedDriver(held_caps(), nullptr) { start_workers(1, true); }
+    ~HeldDriver() override { stop(); }
+    std::atomic<int> row_runs{0};
+    using DriverBase::can_close;
+    using DriverBase::drain;
+    using DriverBase::poll;
+    using DriverBase::register_region;
+    using DriverBase::release;
+    using DriverBase::submit;
+    using DriverBase::unregister_region;
+    using QueuedDriver::release_held_gets;
+    using QueuedDriver::stage_held_get;
+
+protected:
+    void run(Op &) override {}  // not with waiters_run
+    void run_row(Op &op, size_t i) override
+    {
+        if (!begin_row(op, i)) return;
+        row_runs.fetch_add(1);
+        set_row(op, i, KVBLOB_ROW_READY);
+    }
+};
+
 }  // namespace
 
 TEST_CASE("waiter runs: a poll runs its own queued operation in the polling thread, once, and drain and close follow")
@@ -207,6 +247,52 @@ TEST_CASE("waiter runs: many threads polling their own operations while the work
             for (int r = 0; r < rows; ++r) wrong += d.runs(key(t, j, r)) != 1;
     CHECK(wrong == 0);
     CHECK(d.drain(60'000'000'000ull) == KVBLOB_OK);
+    CHECK(d.can_close() == KVBLOB_OK);
+}
+
+TEST_CASE("waiter runs: a held get is shared only once its driver releases it, however another thread polls it meanwhile")
+{
+    HeldDriver d;
+    std::vector<uint8_t> mem(4096);
+    kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, mem.data(), mem.size(), 0, 0};
+    kvblob_region_t *region = nullptr;
+    std::string why;
+    REQUIRE(d.register_region(&desc, &region, why) == KVBLOB_OK);
+    constexpr int rounds = 200, rows = 4;
+    int expected_runs = 0;
+    for (int round = 0; round < rounds; ++round) {
+        REQUIRE(d.stage_held_get("held") == KVBLOB_OK);
+        std::vector<std::string> keys{"held", "b", "c", "d"};
+        std::vector<kvblob_span_t> spans;
+        for (int r = 0; r < rows; ++r) spans.push_back({sizeof(kvblob_span_t), 0, region, uint64_t(r) * 1024, 1024});
+        std::vector<kvblob_row_t> rs;
+        for (int r = 0; r < rows; ++r)
+            rs.push_back({sizeof(kvblob_row_t), 1, reinterpret_cast<const uint8_t *>(keys[r].data()), keys[r].size(),
+                          &spans[r]});
+        kvblob_batch_t batch{sizeof(kvblob_batch_t), 0, rs.data(), rs.size(), nullptr};
+        kvblob_op_t *op = nullptr;
+        REQUIRE(d.submit(OpKind::get, &batch, &op, why) == KVBLOB_OK);
+        uint32_t held_final = 1;
+        REQUIRE(d.poll(op, &held_final) == KVBLOB_OK);
+        CHECK(held_final == 0);  // held: a poll runs none of its rows
+        CHECK(d.row_runs.load() == expected_runs);
+        std::atomic<bool> go{false};
+        std::thread poller([&] {
+            go.store(true);
+            uint32_t fin = 0;
+            while (d.poll(op, &fin) == KVBLOB_OK && !fin) {
+            }
+        });
+        while (!go.load()) {
+        }
+        d.release_held_gets();  // its rows open to sharing here, while the poller looks
+        poller.join();
+        expected_runs += rows;
+        while (d.release(op) != KVBLOB_OK) std::this_thread::yield();
+    }
+    CHECK(d.row_runs.load() == expected_runs);
+    CHECK(d.drain(10'000'000'000ull) == KVBLOB_OK);
+    CHECK(d.unregister_region(region) == KVBLOB_OK);
     CHECK(d.can_close() == KVBLOB_OK);
 }
 

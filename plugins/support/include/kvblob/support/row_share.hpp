@@ -25,15 +25,23 @@ namespace kvblob::support {
 class RowShare {
 public:
     // Before the job is pushed: rows to share, claimed per_claim at a time.
+    // The handle may be out already (a held get is pushed when its driver
+    // releases it) and polled from another thread meanwhile: the row count
+    // is stored last (release), and a poll reads it first (acquire), so a
+    // poll that sees rows sees the counters set for them.
     void open(uint64_t rows, uint64_t per_claim)
     {
-        rows_ = rows;
         per_claim_ = std::max<uint64_t>(1, per_claim);
         next_.store(0, std::memory_order_relaxed);
         unsettled_.store(rows + 1, std::memory_order_relaxed);
+        rows_.store(rows, std::memory_order_release);
     }
     // Rows no thread claimed yet (never, for an operation not opened).
-    bool unclaimed() const { return next_.load(std::memory_order_relaxed) < rows_; }
+    bool unclaimed() const
+    {
+        const uint64_t rows = rows_.load(std::memory_order_acquire);
+        return next_.load(std::memory_order_relaxed) < rows;
+    }
 
     // Runs run_row(i) for rows claimed until none is left. holds_job: the
     // caller runs the operation's job and settles its count at the end.
@@ -45,7 +53,7 @@ public:
     {
         // Read once: once rows run here are settled, the operation may be
         // gone, and the loop still looks at these.
-        const uint64_t rows = rows_, per_claim = per_claim_;
+        const uint64_t rows = rows_.load(std::memory_order_acquire), per_claim = per_claim_;
         uint64_t first = next_.fetch_add(per_claim, std::memory_order_relaxed);
         while (first < rows) {
             const uint64_t end = std::min(rows, first + per_claim);
@@ -63,7 +71,7 @@ private:
     // acq_rel: the one who settles last sees every row's work.
     bool settle(uint64_t n) { return unsettled_.fetch_sub(n, std::memory_order_acq_rel) == n; }
 
-    uint64_t rows_ = 0;
+    std::atomic<uint64_t> rows_{0};
     uint64_t per_claim_ = 1;
     alignas(64) std::atomic<uint64_t> next_{0};
     std::atomic<uint64_t> unsettled_{0};
