@@ -28,7 +28,8 @@ echo "$blocked" | grep -v '^\[BLOCKED\] [^ ]*: blocked by data.miss.untouched: a
     fail "a BLOCKED line that does not name the blocking check and what the driver answered"
 # The checks that read a get of an absent key as evidence, once FAIL here.
 for check in admission.empty-key admission.too-many-rows admission.hint-gated refusal.no-side-effects \
-             results.paging-and-order lifetime.drain-waits-for-calls concurrency.one-key-two-drivers; do
+             results.paging-and-order lifetime.drain-waits-for-calls concurrency.one-key-two-drivers \
+             concurrency.threads; do
     echo "$blocked" | grep -q "^\[BLOCKED\] $check: " || fail "$check is not BLOCKED"
 done
 echo "$out" | grep -qE ", [1-9][0-9]* blocked$" || fail "the summary does not count the blocked checks"
