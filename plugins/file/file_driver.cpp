@@ -214,9 +214,7 @@ FileDriver::Outcome FileDriver::put(const Row &row)
     std::optional<StagedPut> staged;
     Outcome out = stage_put(row, staged);
     if (!staged) return out;
-    if (const int err = make_durable(*staged))
-        return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err,
-                errno_text("fsync", staged->reservation.path(), err)};
+    if (const int err = make_durable(*staged)) return not_durable(*staged, err);
     return publish_put(*staged);
 }
 
@@ -249,8 +247,7 @@ void FileDriver::run_puts(Op &op)
         for (size_t k = 0; k < n; ++k) {
             if (!staged[k]) continue;
             if (const int err = make_durable(*staged[k])) {
-                out[k] = {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err,
-                          errno_text("fsync", staged[k]->reservation.path(), err)};
+                out[k] = not_durable(*staged[k], err);
                 staged[k].reset();
             }
         }
@@ -325,6 +322,12 @@ int FileDriver::make_durable(StagedPut &put)
     if (settings_.sync == Sync::data && ::fdatasync(fd) != 0) return errno;
     if (settings_.sync == Sync::full && ::fsync(fd) != 0) return errno;
     return put.reservation.flush();
+}
+
+FileDriver::Outcome FileDriver::not_durable(const StagedPut &put, int err)
+{
+    return {is_no_space(err) ? KVBLOB_ROW_DECLINED : KVBLOB_ROW_FAULT, err,
+            errno_text("fsync", put.reservation.path(), err)};
 }
 
 FileDriver::Outcome FileDriver::publish_put(StagedPut &put)

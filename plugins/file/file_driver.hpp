@@ -105,6 +105,8 @@ private:
     Outcome stage_put(const support::Row &row, std::optional<StagedPut> &staged);
     // 0, or the errno of making put's object durable (the fsync setting).
     int make_durable(StagedPut &put);
+    // The row's answer when make_durable failed with err.
+    static Outcome not_durable(const StagedPut &put, int err);
     Outcome publish_put(StagedPut &put);
     Outcome get(const support::Row &row);
     Outcome probe(const support::Row &row);

@@ -119,6 +119,17 @@ bool final_now(GateDriver &d, kvblob_op_t *op)
     return fin != 0;
 }
 
+// Opens the gate and drains: op is final then, and key ran once, on the
+// worker.
+void open_gate_and_drain(GateDriver &d, kvblob_op_t *op, const std::string &key)
+{
+    d.open_gate();
+    CHECK(d.drain(60'000'000'000ull) == KVBLOB_OK);
+    CHECK(final_now(d, op));
+    CHECK(d.runs(key) == 1);
+    CHECK(d.ran_on(key) != std::this_thread::get_id());
+}
+
 kvblob_caps_t held_caps()
 {
     kvblob_caps_t caps{};
@@ -195,11 +206,7 @@ TEST_CASE("waiter runs: a poll runs the rows no thread claimed beside the worker
     }
     CHECK_FALSE(final_now(d, op));  // nothing is left for a poll: the gate's row is the worker's
     CHECK(d.runs("a") == 1);
-    d.open_gate();
-    CHECK(d.drain(60'000'000'000ull) == KVBLOB_OK);
-    CHECK(final_now(d, op));
-    CHECK(d.runs("gate") == 1);
-    CHECK(d.ran_on("gate") != std::this_thread::get_id());
+    open_gate_and_drain(d, op, "gate");
     CHECK(d.release(op) == KVBLOB_OK);
     CHECK(d.can_close() == KVBLOB_OK);
 }
@@ -212,11 +219,7 @@ TEST_CASE("waiter runs: without it, a poll never runs an operation, and the work
     kvblob_op_t *queued = probe(d, "queued");
     CHECK_FALSE(final_now(d, queued));
     CHECK(d.runs("queued") == 0);
-    d.open_gate();
-    CHECK(d.drain(60'000'000'000ull) == KVBLOB_OK);
-    CHECK(final_now(d, queued));
-    CHECK(d.runs("queued") == 1);
-    CHECK(d.ran_on("queued") != std::this_thread::get_id());
+    open_gate_and_drain(d, queued, "queued");
     CHECK(d.release(queued) == KVBLOB_OK);
     CHECK(d.release(gate) == KVBLOB_OK);
     CHECK(d.can_close() == KVBLOB_OK);

@@ -27,9 +27,9 @@ kvblob_status DriverBase::poll(kvblob_op_t *handle, uint32_t *is_final)
     *is_final = (op.state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
     if (!*is_final && (op.queued.load(std::memory_order_relaxed) || op.share.unclaimed())) {
         // The caller waits for op and some of its work still waits for a
-        // thread: the caller runs it. Counted as a call in progress, so that a drain
-        // that sees op end waits for this call to leave the driver's code
-        // (R-DRN-3), as it does for a blocking put.
+        // thread: the caller runs it. Counted as a call in progress, so that
+        // a drain that sees op end waits for this call to leave the driver's
+        // code (R-DRN-3), as it does for a blocking put.
         CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
         if (run_queued(op))
             *is_final = (op.state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
