@@ -172,7 +172,8 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
         return;
     }
     const uint64_t bytes = row.total + trailer_size;
-    switch (store_->reserve(row.key, bytes)) {
+    Store::Claim claim;
+    switch (store_->reserve(row.key, bytes, claim)) {
     case Store::Reservation::exists:
         out = {KVBLOB_ROW_READY, 0, "already stored; left as it was", nullptr};
         return;
@@ -199,7 +200,7 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
         dst += row.spans[s].length;
     }
     support::write_trailer(dst, support::trailer_v2, row.key, row.total, crc);
-    out = {KVBLOB_ROW_READY, 0, {}, std::move(object)};
+    out = {KVBLOB_ROW_READY, 0, {}, {std::move(object), claim}};
 }
 
 void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
@@ -288,7 +289,7 @@ void MemoryDriver::commit(MemoryOp &op)
     for (size_t i = 0; i < op.rows.size(); ++i) {
         auto &out = op.outcomes[i];
         if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) continue;  // cancelled before it started
-        if (out.staged) store_->commit(op.rows[i].key, std::move(out.staged));
+        if (out.staged.object) store_->commit(out.staged.claim, std::move(out.staged.object));
         set_row(op, i, out.result, out.code, std::move(out.message));
     }
 }

@@ -43,12 +43,25 @@ struct MemoryOp : Op {
         kvblob_row_result result = KVBLOB_ROW_PENDING;
         int32_t code = 0;
         std::string message;
-        Object staged;  // put: the object built, committed at COMMIT
+        // put: the object built, committed at COMMIT to the key's claim.
+        struct Staged {
+            Staged(std::nullptr_t = nullptr) {}
+            Staged(Object built, Store::Claim at) : object(std::move(built)), claim(at) {}
+            Object object;
+            Store::Claim claim;
+        } staged;
     };
     std::vector<Outcome> outcomes;
     // Controlled mode: stages claimed so far, under mu.
     std::mutex mu;
     bool started = false, transferred = false, committed = false, access_ended = false;
+
+    void recycle() override
+    {
+        outcomes.clear();  // start() sizes them anew
+        started = transferred = committed = access_ended = false;
+        Op::recycle();
+    }
 };
 
 class MemoryDriver : public support::DriverBase {

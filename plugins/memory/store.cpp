@@ -44,7 +44,7 @@ Store::Lookup Store::find(const std::string &key) const
     return {State::complete, it->second.object};
 }
 
-Store::Reservation Store::reserve(const std::string &key, uint64_t bytes)
+Store::Reservation Store::reserve(const std::string &key, uint64_t bytes, Claim &claim)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
@@ -58,14 +58,14 @@ Store::Reservation Store::reserve(const std::string &key, uint64_t bytes)
             return Reservation::full;
         }
     } while (!used_.compare_exchange_weak(used, used + bytes));
+    claim = {&s, &it->second};
     return Reservation::reserved;
 }
 
-void Store::commit(const std::string &key, Object object)
+void Store::commit(const Claim &claim, Object object)
 {
-    Shard &s = shard(key);
-    std::lock_guard lock(s.mu);
-    s.map[key].object = std::move(object);
+    std::lock_guard lock(claim.shard->mu);
+    claim.entry->object = std::move(object);
 }
 
 void Store::abandon(const std::string &key)

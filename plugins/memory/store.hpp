@@ -35,11 +35,20 @@ public:
     Lookup find(const std::string &key) const;
 
     enum class Reservation { reserved, exists, writing, full };
+    struct Entry;
+    struct Shard;
+    // Where a reserved key's entry lies: its commit reaches it without
+    // hashing and looking the key up again. The entry stays put (map nodes
+    // do not move) and no one else erases it while it holds no object.
+    struct Claim {
+        Shard *shard = nullptr;
+        Entry *entry = nullptr;
+    };
     // Claims key for a writer that will store bytes (payload and trailer);
-    // accounts them against the capacity.
-    Reservation reserve(const std::string &key, uint64_t bytes);
+    // accounts them against the capacity. Reserved: claim says where.
+    Reservation reserve(const std::string &key, uint64_t bytes, Claim &claim);
     // Publishes a reserved key's object: from here readers see it whole.
-    void commit(const std::string &key, Object object);
+    void commit(const Claim &claim, Object object);
     // Gives up a reservation whose object could not be built (R-ROW-8).
     void abandon(const std::string &key);
     // A buffer for an object of size bytes (payload and trailer).
@@ -57,9 +66,6 @@ public:
     uint64_t capacity() const { return capacity_; }
     uint64_t used() const { return used_.load(); }
 
-private:
-    explicit Store(uint64_t capacity);
-
     struct Entry {
         Object object;        // null while a writer holds the key
         bool foreign = false; // held by a staged foreign writer
@@ -69,6 +75,10 @@ private:
         mutable std::mutex mu;
         std::unordered_map<std::string, Entry> map;
     };
+
+private:
+    explicit Store(uint64_t capacity);
+
     Shard &shard(const std::string &key);
     const Shard &shard(const std::string &key) const;
 

@@ -18,7 +18,7 @@ namespace kvblob::support {
 // table per operation, where a std::unordered_set allocated a node per key.
 class DriverBase::RowKeySet {
 public:
-    explicit RowKeySet(const std::vector<Row> &rows) : rows_(rows)
+    explicit RowKeySet(const RowList &rows) : rows_(rows)
     {
         size_t want = 16;
         while (want < 2 * rows.size()) want <<= 1;
@@ -40,7 +40,7 @@ public:
     }
 
 private:
-    const std::vector<Row> &rows_;
+    const RowList &rows_;
     std::vector<uint64_t> slots_;  // 0: empty; else row + 1
     size_t mask_ = 0;
 };
@@ -136,9 +136,10 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
         why = "[R-ADM-7] a hint, but this driver does not declare hints";
         return KVBLOB_E_REJECTED;
     }
-    auto op = make_op();
+    std::unique_ptr<Op> op = take_spare_op();
+    if (!op) op = make_op();
     op->kind = kind;
-    op->rows = std::vector<Row>(batch->row_count);
+    op->rows.reset(batch->row_count);
     if (batch->hint && batch->hint->bytes) {
         const char *bytes = static_cast<const char *>(batch->hint->bytes);
         op->hint.assign(bytes, batch->hint->size);

@@ -101,7 +101,9 @@ kvblob_status DriverBase::release(kvblob_op_t *handle)
     // itself in before setting its bit); wait out those still in the host's
     // notify, which never blocks: no notify names op after this returns.
     while (op.announcing.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    std::unique_ptr<Op> released = std::move(it->second);
     ops_.erase(it);
+    keep_spare_op(std::move(released));
     return KVBLOB_OK;
 }
 

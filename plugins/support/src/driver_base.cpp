@@ -43,6 +43,63 @@ const void *DriverBase::extension(const char *) { return nullptr; }
 std::unique_ptr<Op> DriverBase::make_op() { return std::make_unique<Op>(); }
 void DriverBase::on_cancel(Op &) {}
 
+void Op::recycle()
+{
+    regions.clear();
+    hint.clear();
+    state.store(0, std::memory_order_relaxed);
+    cancel_requested.store(false, std::memory_order_relaxed);
+    announcing.store(0, std::memory_order_relaxed);
+    unprovable = false;
+    queued.store(false, std::memory_order_relaxed);
+    share.reset();
+}
+
+// ---- released operations kept for reuse ----------------------------------
+
+namespace {
+
+// Under AddressSanitizer nothing is kept: a driver's touch of a released
+// operation must stay a use after free it can report, not a write into the
+// next operation (tests/plugins/test_recycled_ops.cpp knows this too).
+#if defined(__SANITIZE_ADDRESS__)
+#define KVBLOB_KEEP_NO_OPS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KVBLOB_KEEP_NO_OPS 1
+#endif
+#endif
+#ifdef KVBLOB_KEEP_NO_OPS
+constexpr size_t max_spare_ops = 0;
+#else
+constexpr size_t max_spare_ops = 8;
+#endif
+// An operation of more rows than this goes when released: a spare's rows
+// keep their memory for as long as the driver is open.
+constexpr size_t max_spare_rows = 4096;
+
+}  // namespace
+
+std::unique_ptr<Op> DriverBase::take_spare_op()
+{
+    std::unique_ptr<Op> op;
+    {
+        std::lock_guard lock(ops_mu_);
+        if (spare_ops_.empty()) return op;
+        op = std::move(spare_ops_.back());
+        spare_ops_.pop_back();
+    }
+    op->recycle();
+    return op;
+}
+
+// Called under ops_mu_ (release).
+void DriverBase::keep_spare_op(std::unique_ptr<Op> op)
+{
+    if (spare_ops_.size() < max_spare_ops && op->rows.capacity() <= max_spare_rows)
+        spare_ops_.push_back(std::move(op));
+}
+
 // ---- regions --------------------------------------------------------------
 
 kvblob_status DriverBase::register_region(const kvblob_region_desc_t *desc, kvblob_region_t **out,

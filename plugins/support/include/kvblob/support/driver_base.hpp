@@ -72,6 +72,11 @@ public:
     const SpanRef *begin() const { return count_ <= 1 ? &one_ : more_.data(); }
     const SpanRef *end() const { return begin() + count_; }
     const SpanRef &operator[](size_t i) const { return begin()[i]; }
+    void clear()  // keeps more_'s memory
+    {
+        count_ = 0;
+        more_.clear();
+    }
 
 private:
     size_t count_ = 0;
@@ -89,6 +94,50 @@ struct Row {
     int32_t code = 0;
     std::string message;
     std::atomic<bool> started{false};
+
+    // As a new Row, keeping the memory of its key and spans (RowList).
+    void reset()
+    {
+        key.clear();
+        spans.clear();
+        total = 0;
+        result.store(KVBLOB_ROW_PENDING, std::memory_order_relaxed);
+        code = 0;
+        message.clear();
+        started.store(false, std::memory_order_relaxed);
+    }
+};
+
+// An operation's rows. A Row is never copied or moved (its result is
+// atomic), so they live in one array; an operation used again keeps the
+// array and each row's key buffer, and admitting its next batch allocates
+// nothing per row (Op::recycle).
+class RowList {
+public:
+    // n rows, each as new.
+    void reset(size_t n)
+    {
+        if (n > capacity_) {
+            rows_ = std::make_unique<Row[]>(n);
+            capacity_ = n;
+        } else {
+            for (size_t i = 0; i < n; ++i) rows_[i].reset();
+        }
+        size_ = n;
+    }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    size_t capacity() const { return capacity_; }
+    Row &operator[](size_t i) { return rows_[i]; }
+    const Row &operator[](size_t i) const { return rows_[i]; }
+    Row *begin() { return rows_.get(); }
+    Row *end() { return rows_.get() + size_; }
+    const Row *begin() const { return rows_.get(); }
+    const Row *end() const { return rows_.get() + size_; }
+
+private:
+    std::unique_ptr<Row[]> rows_;
+    size_t size_ = 0, capacity_ = 0;
 };
 
 // A row's answer as a driver decides it, before set_row publishes it.
@@ -98,10 +147,16 @@ struct RowOutcome {
     std::string message;
 };
 
+// A field added to an operation is reset in recycle (its derived types' too).
 struct Op : kvblob_op {
     virtual ~Op() = default;
+    // As make_op made it, but for kind and rows, which submit sets, keeping
+    // the memory of its vectors and strings: a released operation is kept
+    // for the next submit (DriverBase::release). A type derived from Op
+    // resets its own fields, then calls this.
+    virtual void recycle();
     OpKind kind = OpKind::put;
-    std::vector<Row> rows;
+    RowList rows;
     std::vector<Region *> regions;  // distinct regions named by the spans
     std::string hint;               // a copy of the hint's bytes (R-HNT-1)
     // Both answers of the operation in one word, so that the executor's
@@ -223,6 +278,15 @@ private:
 
     std::mutex ops_mu_;
     std::unordered_map<const kvblob_op_t *, std::unique_ptr<Op>> ops_;
+    // Released operations kept for the next submits, under ops_mu_: their
+    // rows, keys and vectors keep their memory (Op::recycle). Measured on a
+    // 4 KiB put of 32 rows: a row's key, the row array and the memory
+    // driver's outcomes were allocated and freed on every operation, and the
+    // arrays (over 1 KiB) made malloc consolidate every freed key on each
+    // (docs/performance.md, "Small rows").
+    std::vector<std::unique_ptr<Op>> spare_ops_;
+    std::unique_ptr<Op> take_spare_op();
+    void keep_spare_op(std::unique_ptr<Op> op);
 
     std::atomic<bool> draining_{false};
     std::atomic<bool> drained_ok_{false};

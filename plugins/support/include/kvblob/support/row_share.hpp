@@ -36,6 +36,14 @@ public:
         unsettled_.store(rows + 1, std::memory_order_relaxed);
         rows_.store(rows, std::memory_order_release);
     }
+    // As new: no rows to share, for an operation used again (Op::recycle).
+    void reset()
+    {
+        rows_.store(0, std::memory_order_relaxed);
+        per_claim_ = 1;
+        next_.store(0, std::memory_order_relaxed);
+        unsettled_.store(0, std::memory_order_relaxed);
+    }
     // Rows no thread claimed yet (never, for an operation not opened).
     bool unclaimed() const
     {
