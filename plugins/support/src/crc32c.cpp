@@ -480,9 +480,10 @@ uint32_t crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n)
 #if defined(__x86_64__)
     // Copying, the 256-bit folding is the faster below 64 KiB even where
     // AVX-512 is there: 92 against 115 ns for a 4 KiB row in cache, 361
-    // against 405 at 16 KiB, even at 64 KiB and above (docs/performance.md,
-    // "Small rows"). Checksumming alone, the 512-bit one is faster at every
-    // size (45 against 76 ns at 4 KiB), so crc32c keeps it.
+    // against 405 at 16 KiB; from 64 KiB on the two are within 3%
+    // (docs/performance.md, "4 KiB rows: operations used again").
+    // Checksumming alone, the 512-bit one is faster at every size (45
+    // against 76 ns at 4 KiB), so crc32c keeps it.
     if (folding256 && n < copy_fold512_from) return copy_folded256(crc, dst, src, n);
     if (folding) return copy_folded(crc, dst, src, n);
     if (folding256) return copy_folded256(crc, dst, src, n);
