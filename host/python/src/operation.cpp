@@ -191,7 +191,8 @@ PyMethodDef operation_methods[] = {
     {"release", op_release, METH_NOARGS,
      "release($self, /)\n--\n\n"
      "Releases the handle once settled (\"KVBLOB_OK\"), then the regions its rows name may go; the driver's "
-     "refusal otherwise (KVBLOB_E_BUSY while not settled)"},
+     "refusal otherwise (KVBLOB_E_BUSY while not settled, or while another thread's poll, cancel or message on "
+     "it is still in the driver)"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -445,12 +445,20 @@ bool DriverCore::is_final(kvblob_op_t *op)
     // may release it, so it stays live across the unlocked call.
     {
         Locked locked(*this);
-        record_of(op, "is_final");
+        ++record_of(op, "is_final").unlocked_calls;
     }
     uint32_t fin = 0;
     const bool final = call(&kvblob_plugin_t::poll, "poll", KVBLOB_E_INTERNAL, handle, op, &fin) == KVBLOB_OK && fin != 0;
     Locked locked(*this);
-    return judge_final(final, record_of(op, "is_final"));
+    OpRecord &record = record_of(op, "is_final");
+    --record.unlocked_calls;
+    return judge_final(final, record);
+}
+
+void DriverCore::end_unlocked_call(kvblob_op_t *op)
+{
+    Locked locked(*this);
+    if (auto it = ops_.find(op); it != ops_.end()) --it->second.unlocked_calls;
 }
 
 bool DriverCore::observe_final(kvblob_op_t *op, OpRecord &record)
@@ -526,18 +534,19 @@ std::string DriverCore::message(kvblob_op_t *op, uint64_t row)
 {
     {
         Locked locked(*this);
-        const OpRecord &record = record_of(op, "message");
+        OpRecord &record = record_of(op, "message");
         if (row >= record.rows)
             throw CallError(KVBLOB_E_INVALID, "R-ROW-1",
                             "message: row " + std::to_string(row) + " is outside the operation's " +
                                 std::to_string(record.rows) + " row(s); driver " + name + " is not asked");
         if (auto m = record.host_messages.find(row); m != record.host_messages.end()) return m->second;
+        ++record.unlocked_calls;
     }
     char buf[512] = {0};
     call(&kvblob_plugin_t::row_message, "row_message", uint32_t{0}, handle, op, row, static_cast<char *>(buf),
          static_cast<uint32_t>(sizeof buf));
     buf[sizeof buf - 1] = '\0';
-    flush_thrown();
+    end_unlocked_call(op);
     return buf;
 }
 
@@ -545,10 +554,12 @@ kvblob_status DriverCore::cancel(kvblob_op_t *op)
 {
     {
         Locked locked(*this);
-        record_of(op, "cancel").cancel_requested = true;
+        OpRecord &record = record_of(op, "cancel");
+        record.cancel_requested = true;
+        ++record.unlocked_calls;
     }
     const kvblob_status st = call(&kvblob_plugin_t::cancel, "cancel", KVBLOB_E_INTERNAL, handle, op);
-    flush_thrown();
+    end_unlocked_call(op);
     return st;
 }
 
@@ -562,6 +573,7 @@ kvblob_status DriverCore::release_locked(kvblob_op_t *op)
 {
     auto it = ops_.find(op);
     if (it == ops_.end()) return KVBLOB_E_INVALID;  // not the host's (any more): the driver is not asked
+    if (it->second.unlocked_calls) return KVBLOB_E_BUSY;  // another thread's call is still in the driver
     const kvblob_access a = observe_access(op, it->second);
     if (a == KVBLOB_ACCESS_UNPROVABLE) return KVBLOB_E_UNPROVABLE;  // kept for good (R-OPS-1)
     if (a != KVBLOB_ACCESS_ENDED || !observe_final(op, it->second)) return KVBLOB_E_BUSY;  // the driver is not asked

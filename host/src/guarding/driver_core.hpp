@@ -148,6 +148,13 @@ private:
         std::optional<std::vector<RowStatus>> first_final;
         std::map<uint64_t, std::string> host_messages;  // rows the host turned into FAULT
         std::set<std::string> rules_logged;
+        // Calls on it that ask the driver without mu_ held (is_final,
+        // message, cancel), from their check that it is live until the
+        // driver answered. release answers BUSY while any is in progress:
+        // a release from another thread (two Python threads sharing an
+        // operation, say) would otherwise let such a call reach a handle
+        // the driver has freed, or already handed to a new operation.
+        uint32_t unlocked_calls = 0;
     };
     // Caller holds mu_ (through Locked). Asks the driver for op's access and accounts for it
     // once it has ended (or become unprovable).
@@ -157,6 +164,9 @@ private:
     bool observe_final(kvblob_op_t *op, OpRecord &record);
     // Records what poll answered (R-ROW-1: final never goes back). Holds mu_.
     bool judge_final(bool final, OpRecord &record);
+    // Without mu_: counts out a call on op that asked the driver unlocked
+    // (OpRecord::unlocked_calls), and sends what it left for the log.
+    void end_unlocked_call(kvblob_op_t *op);
     kvblob_status release_locked(kvblob_op_t *op);
     // Caller holds mu_. The host's record of op; throws CallError (R-OPS-1)
     // for a handle the host does not hold, so no dead handle reaches the

@@ -83,7 +83,9 @@ public:
     kvblob_status cancel() const;
     // Releases the handle now (R-OPS-1): KVBLOB_OK once results are final and
     // access ended, after which this object is empty; the driver's refusal
-    // otherwise, and the handle is kept.
+    // otherwise, and the handle is kept. KVBLOB_E_BUSY, without asking the
+    // driver, while another thread's is_final, message or cancel on this
+    // operation is still in the driver.
     kvblob_status release();
 
 private:
