@@ -296,7 +296,15 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
         trace(LoadStage::open, file, "dlopen(" + name + ", RTLD_NOW | RTLD_LOCAL): the descriptor that was checked");
         dlerror();
         handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (handle) fd = checked.fd.release();
+        if (handle) {
+            if (const std::string other = other_object(handle, checked.fd.get()); !other.empty()) {
+                dlclose(handle);
+                refuse(file, LoadStage::open,
+                       {{"R-LOAD-1", "the dynamic linker answered " + name + " with another object already loaded, " +
+                                         other + ", not this file"}});
+            }
+            fd = checked.fd.release();
+        }
     } else {
         trace(LoadStage::open, file, "dlopen(RTLD_NOW | RTLD_LOCAL) through the dynamic linker's search");
         dlerror();

@@ -1,5 +1,6 @@
 #include "plugin_file.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
 #include <sys/stat.h>
@@ -50,6 +51,17 @@ bool loaded_under(const std::string &name)
     return search.found;
 }
 
+std::string other_object(void *handle, int fd)
+{
+    link_map *map = nullptr;
+    struct stat own {}, loaded {};
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name || ::fstat(fd, &own) != 0 ||
+        ::stat(map->l_name, &loaded) != 0)
+        return {};
+    if (loaded.st_dev == own.st_dev && loaded.st_ino == own.st_ino) return {};
+    return map->l_name;
+}
+
 std::string PluginFile::load_name() const
 {
     struct stat own {};
@@ -61,11 +73,14 @@ std::string PluginFile::load_name() const
     dl_iterate_phdr(
         [](dl_phdr_info *info, size_t, void *data) {
             auto *s = static_cast<Search *>(data);
-            // Only names this loader gave: descriptor paths whose descriptor
-            // stays open while the object stays loaded (library.cpp), so
-            // they still name the file the object was loaded from.
-            static const std::string prefix = "/proc/self/fd/";
-            if (!info->dlpi_name || std::strncmp(info->dlpi_name, prefix.c_str(), prefix.size()) != 0) return 0;
+            // This very file, loaded already: under a descriptor path this
+            // loader holds open while the object stays loaded (library.cpp),
+            // or under its own path by whoever dlopen'ed it so (the engine,
+            // another library). dlopen of that name answers with the loaded
+            // object and adds no name to it; a descriptor path would stay
+            // its name for good, unseen here (dl_iterate_phdr shows only the
+            // first name), and answer for the next plugin given that number.
+            if (!info->dlpi_name || info->dlpi_name[0] != '/') return 0;
             struct stat st {};
             if (::stat(info->dlpi_name, &st) != 0 || st.st_dev != s->own->st_dev || st.st_ino != s->own->st_ino)
                 return 0;

@@ -46,6 +46,12 @@ std::string descriptor_path(int fd);
 // be reused for another file.
 bool loaded_under(const std::string &name);
 
+// The name of the object a dlopen of fd's file answered with, when that
+// object was loaded from another file; empty when it is fd's file (or no
+// name of it can be looked at). A name the dynamic linker already holds is
+// answered without opening anything, so the answer is checked, not assumed.
+std::string other_object(void *handle, int fd);
+
 struct PluginFile {
     Fd fd;  // read-only, close-on-exec: the very file that was judged
     // The name to give dlopen: descriptor_path(fd), on a descriptor number
