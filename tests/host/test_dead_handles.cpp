@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fixtures/spy.hpp"
+#include "host/spied_driver.hpp"
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/plugin.hpp"
 
@@ -136,22 +137,19 @@ TEST_CASE("release answers BUSY while another thread's call on the operation is 
     // cancels it while the other releases it. Released under the cancel, the
     // handle would reach the driver dead, or as a new operation the driver
     // made of the same memory.
-    auto plugin = kvblob::Plugin::load(KVBLOB_FIXTURE_DIR "/libkvblob_spy.so");
-    auto driver = plugin.open({{"cancel", "gate"}});
-    const auto *spy = static_cast<const kvblob_spy *>(driver.table().get_extension(driver.handle(), "kvblob.test.spy/1"));
-    REQUIRE(spy);
+    SpiedDriver s(kvblob::Options{{"cancel", "gate"}});
+    const auto &spy = s.spy();
     std::vector<uint8_t> memory(4096);
-    kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, memory.data(), memory.size(), 0, 0};
-    auto region = driver.register_region(desc);
+    auto region = s.region(memory);
 
-    auto op = put_one(driver, region);  // final, access ended: releasable
-    const uint64_t cancels = spy->calls[s_cancel].load(), releases = spy->calls[s_release].load();
+    auto op = s.put(region);  // final, access ended: releasable
+    const uint64_t cancels = spy.calls[s_cancel].load(), releases = spy.calls[s_release].load();
     std::thread canceller([&] { CHECK(op.cancel() == KVBLOB_OK); });
-    while (spy->calls[s_cancel].load() == cancels) std::this_thread::yield();  // the cancel is in the driver
+    while (spy.calls[s_cancel].load() == cancels) std::this_thread::yield();  // the cancel is in the driver
     CHECK(op.release() == KVBLOB_E_BUSY);
-    CHECK(spy->calls[s_release].load() == releases);  // the driver was not asked
-    spy->open_cancel_gate(driver.handle());
+    CHECK(spy.calls[s_release].load() == releases);  // the driver was not asked
+    spy.open_cancel_gate(s.driver.handle());
     canceller.join();
     CHECK(op.release() == KVBLOB_OK);
-    CHECK(spy->calls[s_release].load() == releases + 1);
+    CHECK(spy.calls[s_release].load() == releases + 1);
 }

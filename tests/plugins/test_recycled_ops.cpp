@@ -7,25 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "kvblob/support/driver_base.hpp"
 #include "plugins/driver_harness.hpp"
 
 using kvblob::OpKind;
 
 namespace {
 
-// driver_base.cpp keeps no released operation under AddressSanitizer, so
-// that a late touch of one is reported; every other build keeps them.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool ops_kept = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool ops_kept = false;
-#else
-constexpr bool ops_kept = true;
-#endif
-#else
-constexpr bool ops_kept = true;
-#endif
+// No released operation is kept under AddressSanitizer (max_spare_ops).
+constexpr bool ops_kept = kvblob::support::max_spare_ops > 0;
 
 kvblob::Options controlled(const std::string &store)
 {

@@ -59,21 +59,6 @@ void Op::recycle()
 
 namespace {
 
-// Under AddressSanitizer nothing is kept: a driver's touch of a released
-// operation must stay a use after free it can report, not a write into the
-// next operation (tests/plugins/test_recycled_ops.cpp knows this too).
-#if defined(__SANITIZE_ADDRESS__)
-#define KVBLOB_KEEP_NO_OPS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KVBLOB_KEEP_NO_OPS 1
-#endif
-#endif
-#ifdef KVBLOB_KEEP_NO_OPS
-constexpr size_t max_spare_ops = 0;
-#else
-constexpr size_t max_spare_ops = 8;
-#endif
 // An operation of more rows than this goes when released: a spare's rows
 // keep their memory for as long as the driver is open.
 constexpr size_t max_spare_rows = 4096;

@@ -147,6 +147,22 @@ struct RowOutcome {
     std::string message;
 };
 
+// Released operations a driver keeps for its next submits (Op::recycle).
+// None under AddressSanitizer: a driver's touch of a released operation must
+// stay a use after free it can report, not a write into the next operation.
+#if defined(__SANITIZE_ADDRESS__)
+#define KVBLOB_SUPPORT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KVBLOB_SUPPORT_ASAN 1
+#endif
+#endif
+#ifdef KVBLOB_SUPPORT_ASAN
+inline constexpr size_t max_spare_ops = 0;
+#else
+inline constexpr size_t max_spare_ops = 8;
+#endif
+
 // A field added to an operation is reset in recycle (its derived types' too).
 struct Op : kvblob_op {
     virtual ~Op() = default;
