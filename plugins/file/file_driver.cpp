@@ -30,6 +30,12 @@ extern const support::OptionTable file_options;  // plugin.cpp
 namespace {
 
 constexpr uint64_t direct_alignment = 4096;
+// Rows under this size are read whole into the thread's staging buffer,
+// with one byte to spare, so that the read's count is the object's size
+// and no fstat is needed (about 210 ns a row here, 15% of a 4 KiB get);
+// copying them on into the spans, fused with the checksum, costs less than
+// that up to about 16 KiB.
+constexpr uint64_t staged_get_max = 16384;
 
 uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
@@ -401,6 +407,10 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
         if (errno == ENOENT) return absent(p);
         return {KVBLOB_ROW_FAULT, errno, errno_text("open", p.object, errno)};
     }
+    if (!settings_.direct && row.total < staged_get_max) {
+        if (auto out = get_staged(fd.get(), row, p)) return *out;
+        // Another size, or not whole: the sized reading below says which.
+    }
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return {KVBLOB_ROW_FAULT, errno, errno_text("stat", p.object, errno)};
     const uint64_t size = static_cast<uint64_t>(st.st_size);
@@ -408,7 +418,7 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
     uint64_t payload = 0;
     uint32_t recorded = 0;
     auto trailer_fault = [&](support::TrailerFault f) -> Outcome {
-        return {KVBLOB_ROW_FAULT, static_cast<int32_t>(f), std::string(support::to_string(f)) + " (" + p.object + ")"};
+        return trailer_fault_of(f, p);
     };
 
     if (size != row.total + trailer_size) {
@@ -456,6 +466,43 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
     // R-ROW-6: bytes that fail their checksum are never READY.
     if (crc != recorded) return trailer_fault(support::TrailerFault::bad_checksum);
     return {KVBLOB_ROW_READY, 0, {}};
+}
+
+std::optional<FileDriver::Outcome> FileDriver::get_staged(int fd, const support::Row &row, const ObjectPaths &p)
+{
+    const uint64_t whole = row.total + trailer_size;
+    uint8_t *buf = bounce.ensure(whole + 1);
+    if (!buf) return std::nullopt;
+    ssize_t got = -1;
+    do got = ::pread(fd, buf, whole + 1, 0);
+    while (got < 0 && errno == EINTR);
+    // A regular file's read stops short only at its end: exactly whole
+    // bytes is an object of the row's size. Anything else, a read error
+    // included, is left to the sized reading, which has not written a byte
+    // of the row (R-ROW-5).
+    if (got != static_cast<ssize_t>(whole)) return std::nullopt;
+    uint64_t payload = 0;
+    uint32_t recorded = 0;
+    if (support::check_trailer_bytes(buf + row.total, whole, row.key, payload, recorded, &p.digest) !=
+            support::TrailerFault::none ||
+        payload != row.total)
+        return std::nullopt;
+    uint32_t crc = 0;
+    const uint8_t *src = buf;
+    for (const auto &s : row.spans) {
+        std::string device_error;
+        if (!support::copy_to_span(crc, s, src, device_error))
+            return Outcome{KVBLOB_ROW_FAULT, EIO, "writing the row's device memory: " + device_error};
+        src += s.length;
+    }
+    // R-ROW-6: bytes that fail their checksum are never READY.
+    if (crc != recorded) return trailer_fault_of(support::TrailerFault::bad_checksum, p);
+    return Outcome{KVBLOB_ROW_READY, 0, {}};
+}
+
+FileDriver::Outcome FileDriver::trailer_fault_of(support::TrailerFault f, const ObjectPaths &p)
+{
+    return {KVBLOB_ROW_FAULT, static_cast<int32_t>(f), std::string(support::to_string(f)) + " (" + p.object + ")"};
 }
 
 FileDriver::Outcome FileDriver::probe(const support::Row &row)
