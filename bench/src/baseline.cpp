@@ -14,12 +14,13 @@ std::string option_value(const Options &options, const std::string &key, const s
 
 }  // namespace
 
-std::optional<Baseline> baseline_for(const std::string &driver, const Options &options, std::string &why_none)
+std::optional<Baseline> baseline_for(const std::string &driver, const Options &options, WaitStyle wait,
+                                     std::string &why_none)
 {
     if (driver == "memory" || driver == "minimal") return memcpy_baseline();
     if (driver == "file") return posix_baseline(option_value(options, "root"), option_value(options, "fsync", "none"));
     if (driver == "redis") return hiredis_baseline(options, why_none);
-    if (driver == "mooncake") return mooncake_baseline(options);
+    if (driver == "mooncake") return mooncake_baseline(options, wait);
     why_none = "no baseline is known for driver '" + driver + "'";
     return std::nullopt;
 }

@@ -25,7 +25,10 @@ struct Baseline {
 
 // The baseline for a driver opened with options; nullopt (and why) when
 // there is none. Rows in device memory have cudaMemcpy as theirs.
-std::optional<Baseline> baseline_for(const std::string &driver, const Options &options, std::string &why_none);
+// wait: how a baseline that hands its call to a thread of its own waits for
+// it (the Mooncake baseline's), as the driver lane waits for its operation.
+std::optional<Baseline> baseline_for(const std::string &driver, const Options &options, WaitStyle wait,
+                                     std::string &why_none);
 
 // Each baseline, for baseline_for.
 struct CopyMethod;
@@ -35,6 +38,6 @@ Baseline memcpy_baseline(const CopyMethod *forced = nullptr);
 Baseline cuda_copy_baseline();  // rows in device memory, whatever the driver
 Baseline posix_baseline(const std::string &root, const std::string &fsync);
 std::optional<Baseline> hiredis_baseline(const Options &options, std::string &why_none);
-Baseline mooncake_baseline(const Options &options);
+Baseline mooncake_baseline(const Options &options, WaitStyle wait);
 
 }  // namespace kvblob::bench

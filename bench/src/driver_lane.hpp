@@ -16,6 +16,7 @@ struct DriverLaneSettings {
     // its rows count, its bytes do not.
     bool null_driver = false;
     bool device_memory = false;  // rows in CUDA device memory
+    WaitStyle wait = WaitStyle::host;  // how the lane waits for each operation
 };
 
 std::unique_ptr<Lane> make_driver_lane(Driver &driver, const Point &point, unsigned lane,

@@ -36,7 +36,7 @@ struct Flags {
     double duration = 0.5;
     std::string bytes_text;
     bool json = false, csv = false, no_baseline = false;
-    std::string memory_kind = "host", statistic_text = "mean";
+    std::string memory_kind = "host", statistic_text = "mean", wait_text = "host";
     cli::PluginFlags plugin;
     bool block_keys_mode = false;
     BlockKeySettings block_key_settings;
@@ -89,12 +89,21 @@ void add_flags(CLI::App &app, Flags &f)
                    "shows what a driver keeps of its speed on a shared machine")
         ->check(CLI::Range(0u, 1024u))
         ->capture_default_str();
+    app.add_option("--wait", f.wait_text,
+                   "How the driver lane waits for each operation: host, through Operation::wait, as an engine that "
+                   "blocks on it (the host watches for 200 us, then sleeps until the driver announces); watch, "
+                   "looking on the submitting thread without ever sleeping, which keeps a core busy for the whole "
+                   "operation. A baseline that hands its calls to a thread (Mooncake's) waits alike")
+        ->check(CLI::IsMember({"host", "watch"}))
+        ->capture_default_str();
     app.add_flag("--completion", f.completion,
                  "Measure submit-to-completion latency of one-row gets instead: each of --modes waited on through "
                  "the driver's notification (ABI 1.1) and polled (the same driver loaded at ABI 1.0), in one run");
     app.add_option("--modes", f.modes_text, "With --completion: the values of the driver's mode option to measure")
         ->capture_default_str();
 }
+
+WaitStyle wait_style(const Flags &f) { return f.wait_text == "watch" ? WaitStyle::watch : WaitStyle::host; }
 
 // The points to measure and what each may spend, from the flags.
 struct Grid {
@@ -164,6 +173,7 @@ RunInfo info_of(const Plugin &plugin, const Options &options, const Flags &f, co
     info.byte_budget = g.budget.bytes;
     info.statistic = f.statistic_text;
     info.load = f.load;
+    info.wait = f.wait_text;
     return info;
 }
 
@@ -285,13 +295,14 @@ int run_driver_bench(const Flags &f, const Options &options, const Grid &g)
     std::optional<Baseline> baseline;
     if (f.no_baseline) info.no_baseline_reason = "--no-baseline";
     else if (device) baseline = cuda_copy_baseline();
-    else baseline = baseline_for(info.driver_name, options, info.no_baseline_reason);
+    else baseline = baseline_for(info.driver_name, options, wait_style(f), info.no_baseline_reason);
     if (baseline) info.baseline_name = baseline->name;
 
     DriverLaneSettings lane_settings;
     lane_settings.run_id = std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr));
     lane_settings.null_driver = info.driver_name == "null";
     lane_settings.device_memory = device;
+    lane_settings.wait = wait_style(f);
 
     const std::vector<Point> points = points_of(g);
     PointRun run(f, g, *driver, baseline, info, lane_settings);

@@ -80,6 +80,21 @@ void watch_until(Done done)
     while (!done()) spin_pause();
 }
 
+// How a lane waits for work another thread does (kvblob-bench --wait).
+enum class WaitStyle {
+    // As an engine that blocks on its operation: the driver lane calls
+    // Operation::wait, which watches for host_watch and then sleeps until
+    // the driver announces it; a baseline that hands its call to a thread
+    // of its own watches as long, then sleeps until the call ends.
+    host,
+    // Watching on the waiting thread, never asleep (watch_until): what a
+    // lane costs with a core of its own to spend.
+    watch,
+};
+// How long Operation::wait watches before it sleeps
+// (watch_before_sleep, host/src/guarding/watch.hpp).
+inline constexpr std::chrono::microseconds host_watch{200};
+
 Measurement measure(unsigned threads, const Budget &budget,
                     const std::function<std::unique_ptr<Lane>(unsigned lane)> &make_lane);
 

@@ -39,6 +39,7 @@ struct Settings {
     std::string library = "libmooncake_store.so", hostname = "localhost",
                 metadata = "http://127.0.0.1:8080/metadata", master = "127.0.0.1:50051", protocol = "tcp", device;
     uint64_t segment = 512ull << 20, local_buffer = 128ull << 20, replicas = 1;
+    WaitStyle wait = WaitStyle::host;
 };
 
 uint64_t parse_size(const std::string &text)
@@ -53,8 +54,9 @@ uint64_t parse_size(const std::string &text)
     }
 }
 
-// Runs each call on a thread of its own while the caller watches for its
-// end (watch_until, as the driver lane waits). Mooncake's batch calls wait inside, for the client's
+// Runs each call on a thread of its own while the caller waits for its
+// end as the driver lane waits for its operation (--wait: watching, then
+// asleep, as the host's wait; or watching only). Mooncake's batch calls wait inside, for the client's
 // one memcpy worker (mooncake-store/src/transfer_task.cpp,
 // MemcpyWorkerPool): called from the measuring thread, that thread sleeps
 // there, and on a quiet virtual machine waking an idle core cost more than
@@ -69,7 +71,7 @@ uint64_t parse_size(const std::string &text)
 // so, 61-69 watching.
 class CallingThread {
 public:
-    CallingThread() : thread_([this] { serve(); }) {}
+    explicit CallingThread(WaitStyle wait) : wait_(wait), thread_([this] { serve(); }) {}
     ~CallingThread()
     {
         {
@@ -91,7 +93,17 @@ public:
             done_.store(false, std::memory_order_relaxed);
         }
         wake_.notify_one();
-        watch_until([this] { return done_.load(std::memory_order_acquire); });
+        const auto done = [this] { return done_.load(std::memory_order_acquire); };
+        if (wait_ == WaitStyle::watch) {
+            watch_until(done);
+            return;
+        }
+        // As the host's wait: watch, then sleep until the call ends.
+        const auto until = std::chrono::steady_clock::now() + host_watch;
+        while (!done() && std::chrono::steady_clock::now() < until)
+            for (int i = 0; i < 64 && !done(); ++i) spin_pause();
+        std::unique_lock lock(mu_);
+        finished_.wait(lock, done);
     }
 
 private:
@@ -109,8 +121,11 @@ private:
             has_job_.store(false, std::memory_order_relaxed);
             lock.unlock();
             job();
-            done_.store(true, std::memory_order_release);
             lock.lock();
+            // Under the lock: a caller between its look and its sleep
+            // holds it, so it sees this or is woken by it.
+            done_.store(true, std::memory_order_release);
+            finished_.notify_one();
         }
     }
 
@@ -127,6 +142,8 @@ private:
 
     std::mutex mu_;
     std::condition_variable wake_;
+    std::condition_variable finished_;  // the caller sleeps on it (WaitStyle::host)
+    const WaitStyle wait_;
     std::function<void()> job_;
     bool stopping_ = false;
     std::atomic<bool> has_job_{false};  // job_ is set: what watch_for_job looks at
@@ -137,7 +154,7 @@ private:
 class MooncakeLane : public Lane {
 public:
     MooncakeLane(const Point &p, const Settings &s, unsigned lane)
-        : p_(p), library_(s.library), api_(library_.api()), buf_(p.size * p.batch)
+        : p_(p), library_(s.library), api_(library_.api()), buf_(p.size * p.batch), caller_(s.wait)
     {
         if (!api_.remove) throw std::runtime_error("mooncake baseline: " + s.library + " has no mooncake_store_remove");
         store_ = api_.create();
@@ -241,9 +258,10 @@ private:
 
 }  // namespace
 
-Baseline mooncake_baseline(const Options &options)
+Baseline mooncake_baseline(const Options &options, WaitStyle wait)
 {
     Settings s;
+    s.wait = wait;
     for (const auto &[k, v] : options) {
         if (k == "library") s.library = v;
         else if (k == "local_hostname") s.hostname = v;

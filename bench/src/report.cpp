@@ -54,7 +54,8 @@ void print_table(std::ostream &out, const RunInfo &info, const std::vector<Resul
     out << "\nbaseline " << (info.baseline_name.empty() ? "none: " + info.no_baseline_reason : info.baseline_name)
         << "; " << fixed(info.duration_s, 2) << " s per point; throughput from the " << info.statistic
         << (info.statistic == "median" ? " operation" : " over the operations")
-        << "; every lane's rows in page-aligned memory";
+        << "; every lane's rows in page-aligned memory; the driver lane waits "
+        << (info.wait == "watch" ? "watching, never asleep" : "through Operation::wait");
     if (info.load) out << "; under load: " << info.load << " busy thread(s) beside every lane";
     out << "\n\n";
     char line[512];
@@ -91,7 +92,7 @@ void write_json(std::ostream &out, const RunInfo &info, const std::vector<Result
         << ",\"options\":" << json_string_array(info.options) << "},\"baseline\":"
         << (info.baseline_name.empty() ? "null" : json_quote(info.baseline_name));
     if (info.baseline_name.empty()) out << ",\"no_baseline_reason\":" << json_quote(info.no_baseline_reason);
-    out << ",\"statistic\":" << json_quote(info.statistic) << ",\"load_threads\":" << info.load << ",\"duration_s\":" << fixed(info.duration_s, 3) << ",\"byte_budget\":" << info.byte_budget
+    out << ",\"statistic\":" << json_quote(info.statistic) << ",\"load_threads\":" << info.load << ",\"wait\":" << json_quote(info.wait) << ",\"duration_s\":" << fixed(info.duration_s, 3) << ",\"byte_budget\":" << info.byte_budget
         << ",\"points\":[";
     for (size_t i = 0; i < results.size(); ++i) {
         const auto &r = results[i];

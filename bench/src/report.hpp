@@ -29,6 +29,7 @@ struct RunInfo {
     uint64_t byte_budget = 0;
     std::string statistic = "mean";  // how throughput is reported (measure.hpp)
     unsigned load = 0;  // --load: busy threads beside every lane
+    std::string wait = "host";  // --wait: how the driver lane waits for each operation
 };
 
 void print_table(std::ostream &out, const RunInfo &info, const std::vector<Result> &results);

@@ -15,8 +15,15 @@
 
 namespace kvblob {
 
-// How long a waiter watches before it sleeps.
-inline constexpr std::chrono::microseconds watch_before_sleep{50};
+// How long a waiter watches before it sleeps. Long enough for a store's
+// round trip with a batch of small rows: a Redis operation of 32 rows of
+// 4 KiB on loopback takes 100-160 us here, and waiting for it through a
+// watch of 50 us and a sleep took it to 0.6-0.9 of raw hiredis, from 1.6-2.2
+// watching through (docs/performance.md, "The host's wait watches longer").
+// Past it, the wake's cost is a small part of the wait, and the sleeper
+// gives its core to the worker, the server and the rest of the machine.
+// kvblob-bench's driver lane mirrors it (bench/src/measure.hpp, host_watch).
+inline constexpr std::chrono::microseconds watch_before_sleep{200};
 
 // Tells the core this is a wait loop: on x86 it gives the pipeline to a
 // sibling hyperthread and saves power, without leaving the thread.

@@ -62,8 +62,9 @@ public:
     bool is_final() const;
     kvblob_access access() const;
     // Waits until final and access no longer open; false on timeout. It
-    // first watches on the calling thread for up to 50 µs (an in-memory
-    // answer comes sooner than a sleeping thread wakes), then sleeps: with a
+    // first watches on the calling thread for up to 200 µs (an in-memory
+    // answer, or a store's round trip with a batch of small rows, comes
+    // sooner than a sleeping thread wakes), then sleeps: with a
     // driver that declares KVBLOB_CAP_NOTIFY until the driver announces an
     // operation (then confirms through poll and access); with any other
     // driver between polls.
