@@ -168,16 +168,30 @@ TEST_CASE("redis driver: a cluster's keys spread over every master, and a moved 
     const std::string first = urls.substr(0, urls.find(','));
     // One seed is enough: the driver learns the other masters from it.
     DriverHarness h("redis", {{"url", first}, {"cluster", "on"}});
-    // 64 KiB rows: puts and gets take the driver's direct paths
-    // (direct_put_min, direct_get_min), redirections included.
-    constexpr uint64_t rows = 300, size = 64 << 10;
+    // 64 KiB rows: gets take the driver's direct path (direct_get_min),
+    // redirections included. Rows of 1 MiB, every one in hash slot 1423
+    // (the tag {big1}), which the reshard below moves: their puts take the
+    // direct path too (direct_put_min).
+    constexpr uint64_t rows = 300, size = 64 << 10, big_rows = 8, big = 1 << 20;
+    constexpr int big_slot = 1423;
     auto src = h.buffer(rows * size), dst = h.buffer(rows * size);
+    auto big_src = h.buffer(big_rows * big), big_dst = h.buffer(big_rows * big);
     fill_pattern(src.bytes.data(), src.bytes.size(), 7);
+    fill_pattern(big_src.bytes.data(), big_src.bytes.size(), 8);
     Batch puts, gets;
     for (uint64_t r = 0; r < rows; ++r) {
         puts.row("spread/" + std::to_string(r), {make_span(src.handle(), r * size, size)});
         gets.row("spread/" + std::to_string(r), {make_span(dst.handle(), r * size, size)});
     }
+    for (uint64_t r = 0; r < big_rows; ++r) {
+        puts.row("{big1}spread/" + std::to_string(r), {make_span(big_src.handle(), r * big, big)});
+        gets.row("{big1}spread/" + std::to_string(r), {make_span(big_dst.handle(), r * big, big)});
+    }
+    auto keys_in_big_slot = [&](const std::string &url) {
+        return std::atoi(run_command("redis-cli -p " + std::to_string(port_of(url)) + " cluster countkeysinslot " +
+                                     std::to_string(big_slot))
+                             .output.c_str());
+    };
     for (const auto &r : h.run(OpKind::put, puts)) CHECK(r.result == KVBLOB_ROW_READY);
     std::string ports = urls;
     int masters_with_keys = 0;
@@ -189,6 +203,7 @@ TEST_CASE("redis driver: a cluster's keys spread over every master, and a moved 
         at = next == std::string::npos ? next : next + 1;
     }
     CHECK(masters_with_keys == 3);
+    CHECK(keys_in_big_slot(first) == static_cast<int>(big_rows));  // slot 1423 starts on the first master
 
     // Move 2000 slots (with their keys) from the first master to another
     // behind the driver's back: its slot map is stale, MOVED corrects it.
@@ -202,8 +217,10 @@ TEST_CASE("redis driver: a cluster's keys spread over every master, and a moved 
                                    " --cluster-from " + from + " --cluster-to " + to +
                                    " --cluster-slots 2000 --cluster-yes");
     REQUIRE(moved.exit_code == 0);
+    CHECK(keys_in_big_slot(second) == static_cast<int>(big_rows));  // the large rows moved
     for (const auto &r : h.run(OpKind::get, gets)) CHECK(r.result == KVBLOB_ROW_READY);
     CHECK(src.bytes == dst.bytes);
+    CHECK(big_src.bytes == big_dst.bytes);
 
     // Move them back: new puts meet MOVED too, and their values are resent.
     const auto back = run_command("redis-cli --cluster reshard 127.0.0.1:" + std::to_string(port_of(second)) +
@@ -211,13 +228,19 @@ TEST_CASE("redis driver: a cluster's keys spread over every master, and a moved 
                                   " --cluster-slots 2000 --cluster-yes");
     REQUIRE(back.exit_code == 0);
     Batch more_puts, more_gets;
-    auto again = h.buffer(rows * size);
+    auto again = h.buffer(rows * size), big_again = h.buffer(big_rows * big);
     for (uint64_t r = 0; r < rows; ++r) {
         more_puts.row("spread-again/" + std::to_string(r), {make_span(src.handle(), r * size, size)});
         more_gets.row("spread-again/" + std::to_string(r), {make_span(again.handle(), r * size, size)});
     }
+    for (uint64_t r = 0; r < big_rows; ++r) {
+        more_puts.row("{big1}spread-again/" + std::to_string(r), {make_span(big_src.handle(), r * big, big)});
+        more_gets.row("{big1}spread-again/" + std::to_string(r), {make_span(big_again.handle(), r * big, big)});
+    }
     for (const auto &r : h.run(OpKind::put, more_puts)) CHECK(r.result == KVBLOB_ROW_READY);
+    CHECK(keys_in_big_slot(first) == static_cast<int>(2 * big_rows));  // sent to the slot's owner again
     for (const auto &r : h.run(OpKind::get, more_gets)) CHECK(r.result == KVBLOB_ROW_READY);
     CHECK(src.bytes == again.bytes);
+    CHECK(big_src.bytes == big_again.bytes);
 }
 
