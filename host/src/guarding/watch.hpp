@@ -18,7 +18,7 @@ namespace kvblob {
 // How long a waiter watches before it sleeps. Long enough for a store's
 // round trip with a batch of small rows: a Redis operation of 32 rows of
 // 4 KiB on loopback takes 100-160 us here, and waiting for it through a
-// watch of 50 us and a sleep took it to 0.6-0.9 of raw hiredis, from 1.6-2.2
+// watch of 50 us and a sleep took it to 0.63-0.92 of raw hiredis, from 1.61-2.52
 // watching through (docs/performance.md, "The host's wait watches longer").
 // Past it, the wake's cost is a small part of the wait, and the sleeper
 // gives its core to the worker, the server and the rest of the machine.
