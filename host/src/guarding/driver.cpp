@@ -699,13 +699,19 @@ bool Operation::wait(std::chrono::milliseconds timeout) const
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     const auto settled = [&] { return is_final() && access() != KVBLOB_ACCESS_OPEN; };
     if (core.notifies()) {
+        // Every operation of the driver announces through one generation:
+        // the watch is the wait's, once, and a round woken by another
+        // operation's announcement sleeps again at once. Watching per round
+        // kept every waiter spinning whenever announcements came more often
+        // than the watch lasts.
+        const auto watch_end = std::chrono::steady_clock::now() + watch_before_sleep;
         // The generation is read before the state is asked, so an
         // announcement between the two still wakes the wait below.
         for (;;) {
             const uint64_t seen = core.notifier().current();
             if (settled()) return true;
             if (std::chrono::steady_clock::now() >= deadline) return false;
-            core.notifier().wait_past(seen, deadline);
+            core.notifier().wait_past(seen, deadline, watch_end);
         }
     }
     // Polled: watched first, then looked at after sleeps that double.

@@ -40,9 +40,10 @@ void Notifier::announce() noexcept
     }
 }
 
-void Notifier::wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline)
+void Notifier::wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline,
+                         std::chrono::steady_clock::time_point watch_end)
 {
-    if (watch(deadline, [&] { return current() != seen; })) return;
+    if (watch(std::min(deadline, watch_end), [&] { return current() != seen; })) return;
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     {
         std::unique_lock lock(mu_);

@@ -29,8 +29,12 @@ public:
     // sleeps; never throws.
     void announce() noexcept;
     uint64_t current() const noexcept { return generation_.load(std::memory_order_seq_cst); }
-    // Returns once the generation moved past seen, or at deadline.
-    void wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline);
+    // Returns once the generation moved past seen, or at deadline. Watches
+    // until watch_end at most (watch.hpp), then sleeps: a wait that is woken
+    // by other operations' announcements passes the same watch_end each
+    // round, so it watches once in all, not once per announcement.
+    void wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline,
+                   std::chrono::steady_clock::time_point watch_end);
 
     // Readable once any operation was announced after the first call.
     int fd();
