@@ -56,14 +56,14 @@ uint64_t parse_size(const std::string &text)
 
 // Runs each call on a thread of its own while the caller waits for its
 // end as the driver lane waits for its operation (--wait: watching, then
-// asleep, as the host's wait; or watching only). Mooncake's batch calls wait inside, for the client's
-// one memcpy worker (mooncake-store/src/transfer_task.cpp,
-// MemcpyWorkerPool): called from the measuring thread, that thread sleeps
-// there, and on a quiet virtual machine waking an idle core cost more than
-// the driver's whole overhead (the raw calls ran at 1.5-2.9 GB/s at 64 KiB
-// x 8, against 4.9-8.0 on the same machine busy). The driver lane's
-// watching thread keeps its core awake; so does this one, and both sides
-// wait alike. Between calls the calling thread watches for the next one
+// asleep, as the host's wait; or watching only). Mooncake's batch calls
+// wait inside, for the client's one memcpy worker
+// (mooncake-store/src/transfer_task.cpp, MemcpyWorkerPool): called from
+// the measuring thread, that thread sleeps there at once, and on a quiet
+// virtual machine waking an idle core cost more than the driver's whole
+// overhead (the raw calls ran at 1.5-2.9 GB/s at 64 KiB x 8, against
+// 4.9-8.0 on the same machine busy). Here the caller watches as the driver
+// lane's does, for as long, and both sides wait alike. Between calls the calling thread watches for the next one
 // for up to 50 us before it sleeps, as the driver's workers watch their
 // queue (plugins/support/include/kvblob/support/work_queue.hpp): a thread
 // that slept between calls made every raw call pay a wake on an idle core
