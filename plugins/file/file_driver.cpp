@@ -124,6 +124,55 @@ std::string strip_trailing_slashes(std::string path)
     return path;
 }
 
+support::RowOutcome trailer_fault_of(support::TrailerFault f, const ObjectPaths &p)
+{
+    return {KVBLOB_ROW_FAULT, static_cast<int32_t>(f), std::string(support::to_string(f)) + " (" + p.object + ")"};
+}
+
+// Copies a staged object's payload into row's spans, host or device, its
+// checksum computed on the way into crc; the FAULT when device memory
+// cannot be written.
+std::optional<support::RowOutcome> copy_out(const support::Row &row, const uint8_t *src, uint32_t &crc)
+{
+    for (const auto &s : row.spans) {
+        std::string device_error;
+        if (!support::copy_to_span(crc, s, src, device_error))
+            return support::RowOutcome{KVBLOB_ROW_FAULT, EIO, "writing the row's device memory: " + device_error};
+        src += s.length;
+    }
+    return std::nullopt;
+}
+
+// A small row read through the staging buffer, with one byte to spare, so
+// that the read's count is the object's size; nullopt where the object is
+// not a whole one of the row's size (get's sized reading then says what it
+// is, having written nothing of the row).
+std::optional<support::RowOutcome> get_staged(int fd, const support::Row &row, const ObjectPaths &p)
+{
+    const uint64_t whole = row.total + trailer_size;
+    uint8_t *buf = bounce.ensure(whole + 1);
+    if (!buf) return std::nullopt;
+    ssize_t got = -1;
+    do got = ::pread(fd, buf, whole + 1, 0);
+    while (got < 0 && errno == EINTR);
+    // A regular file's read stops short only at its end: exactly whole
+    // bytes is an object of the row's size. Anything else, a read error
+    // included, is left to the sized reading, which has not written a byte
+    // of the row (R-ROW-5).
+    if (got != static_cast<ssize_t>(whole)) return std::nullopt;
+    uint64_t payload = 0;
+    uint32_t recorded = 0;
+    if (support::check_trailer_bytes(buf + row.total, whole, row.key, payload, recorded, &p.digest) !=
+            support::TrailerFault::none ||
+        payload != row.total)
+        return std::nullopt;
+    uint32_t crc = 0;
+    if (auto fault = copy_out(row, buf, crc)) return fault;
+    // R-ROW-6: bytes that fail their checksum are never READY.
+    if (crc != recorded) return trailer_fault_of(support::TrailerFault::bad_checksum, p);
+    return support::RowOutcome{KVBLOB_ROW_READY, 0, {}};
+}
+
 }  // namespace
 
 std::unique_ptr<FileDriver> FileDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
@@ -417,19 +466,16 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
     uint8_t trailer[trailer_size];
     uint64_t payload = 0;
     uint32_t recorded = 0;
-    auto trailer_fault = [&](support::TrailerFault f) -> Outcome {
-        return trailer_fault_of(f, p);
-    };
 
     if (size != row.total + trailer_size) {
         // R-ROW-5: refused before writing a byte; the trailer says whether
         // the object is whole and merely of another size.
-        if (size < trailer_size) return trailer_fault(support::TrailerFault::too_short);
+        if (size < trailer_size) return trailer_fault_of(support::TrailerFault::too_short, p);
         iovec at_end{trailer, trailer_size};
         if (const int err = preadv_all(fd.get(), {&at_end, 1}, size - trailer_size))
             return {KVBLOB_ROW_FAULT, err, errno_text("read", p.object, err > 0 ? err : EIO)};
         auto f = support::check_trailer_bytes(trailer, size, row.key, payload, recorded, &p.digest);
-        if (f != support::TrailerFault::none) return trailer_fault(f);
+        if (f != support::TrailerFault::none) return trailer_fault_of(f, p);
         return {KVBLOB_ROW_FAULT, 100,
                 "stored object is " + std::to_string(payload) + " bytes; the row's spans hold " +
                     std::to_string(row.total)};
@@ -444,14 +490,8 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
         if (got < 0) return {KVBLOB_ROW_FAULT, static_cast<int32_t>(-got), errno_text("read", p.object, -got)};
         if (static_cast<uint64_t>(got) != size) return {KVBLOB_ROW_FAULT, EIO, "short read of " + p.object};
         auto f = support::check_trailer_bytes(buf + row.total, size, row.key, payload, recorded, &p.digest);
-        if (f != support::TrailerFault::none) return trailer_fault(f);
-        const uint8_t *src = buf;
-        for (const auto &s : row.spans) {
-            std::string device_error;
-            if (!support::copy_to_span(crc, s, src, device_error))
-                return {KVBLOB_ROW_FAULT, EIO, "writing the row's device memory: " + device_error};
-            src += s.length;
-        }
+        if (f != support::TrailerFault::none) return trailer_fault_of(f, p);
+        if (auto fault = copy_out(row, buf, crc)) return *fault;
     } else {
         // Straight into the caller's spans, the trailer beside them.
         IovecList iov = iovecs_of(row, trailer);
@@ -460,49 +500,12 @@ FileDriver::Outcome FileDriver::get(const support::Row &row)
             return {KVBLOB_ROW_FAULT, err, errno_text("read", p.object, err)};
         }
         auto f = support::check_trailer_bytes(trailer, size, row.key, payload, recorded, &p.digest);
-        if (f != support::TrailerFault::none) return trailer_fault(f);
+        if (f != support::TrailerFault::none) return trailer_fault_of(f, p);
         for (const auto &s : row.spans) crc = support::crc32c(crc, s.data, s.length);
     }
     // R-ROW-6: bytes that fail their checksum are never READY.
-    if (crc != recorded) return trailer_fault(support::TrailerFault::bad_checksum);
-    return {KVBLOB_ROW_READY, 0, {}};
-}
-
-std::optional<FileDriver::Outcome> FileDriver::get_staged(int fd, const support::Row &row, const ObjectPaths &p)
-{
-    const uint64_t whole = row.total + trailer_size;
-    uint8_t *buf = bounce.ensure(whole + 1);
-    if (!buf) return std::nullopt;
-    ssize_t got = -1;
-    do got = ::pread(fd, buf, whole + 1, 0);
-    while (got < 0 && errno == EINTR);
-    // A regular file's read stops short only at its end: exactly whole
-    // bytes is an object of the row's size. Anything else, a read error
-    // included, is left to the sized reading, which has not written a byte
-    // of the row (R-ROW-5).
-    if (got != static_cast<ssize_t>(whole)) return std::nullopt;
-    uint64_t payload = 0;
-    uint32_t recorded = 0;
-    if (support::check_trailer_bytes(buf + row.total, whole, row.key, payload, recorded, &p.digest) !=
-            support::TrailerFault::none ||
-        payload != row.total)
-        return std::nullopt;
-    uint32_t crc = 0;
-    const uint8_t *src = buf;
-    for (const auto &s : row.spans) {
-        std::string device_error;
-        if (!support::copy_to_span(crc, s, src, device_error))
-            return Outcome{KVBLOB_ROW_FAULT, EIO, "writing the row's device memory: " + device_error};
-        src += s.length;
-    }
-    // R-ROW-6: bytes that fail their checksum are never READY.
     if (crc != recorded) return trailer_fault_of(support::TrailerFault::bad_checksum, p);
-    return Outcome{KVBLOB_ROW_READY, 0, {}};
-}
-
-FileDriver::Outcome FileDriver::trailer_fault_of(support::TrailerFault f, const ObjectPaths &p)
-{
-    return {KVBLOB_ROW_FAULT, static_cast<int32_t>(f), std::string(support::to_string(f)) + " (" + p.object + ")"};
+    return {KVBLOB_ROW_READY, 0, {}};
 }
 
 FileDriver::Outcome FileDriver::probe(const support::Row &row)

@@ -109,11 +109,6 @@ private:
     static Outcome not_durable(const StagedPut &put, int err);
     Outcome publish_put(StagedPut &put);
     Outcome get(const support::Row &row);
-    // A small row read through the staging buffer, its size told by the
-    // read; nullopt where the object is not a whole one of the row's size
-    // (get's sized reading then says what it is).
-    static std::optional<Outcome> get_staged(int fd, const support::Row &row, const ObjectPaths &p);
-    static Outcome trailer_fault_of(support::TrailerFault f, const ObjectPaths &p);
     Outcome probe(const support::Row &row);
     Outcome remove(const support::Row &row);
     // MISS, or NOT_READY while a writer holds the key.
