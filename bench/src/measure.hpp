@@ -80,6 +80,20 @@ void watch_until(Done done)
     while (!done()) spin_pause();
 }
 
+// Whether done() became true within span, watching as watch_until does and
+// looking at the clock every 64 looks.
+template <class Done>
+bool watch_for(std::chrono::microseconds span, Done done)
+{
+    const auto until = std::chrono::steady_clock::now() + span;
+    while (std::chrono::steady_clock::now() < until)
+        for (int i = 0; i < 64; ++i) {
+            if (done()) return true;
+            spin_pause();
+        }
+    return done();
+}
+
 // How a lane waits for work another thread does (kvblob-bench --wait).
 enum class WaitStyle {
     // As an engine that blocks on its operation: the driver lane calls

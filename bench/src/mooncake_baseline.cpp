@@ -99,9 +99,7 @@ public:
             return;
         }
         // As the host's wait: watch, then sleep until the call ends.
-        const auto until = std::chrono::steady_clock::now() + host_watch;
-        while (!done() && std::chrono::steady_clock::now() < until)
-            for (int i = 0; i < 64 && !done(); ++i) spin_pause();
+        if (watch_for(host_watch, done)) return;
         std::unique_lock lock(mu_);
         finished_.wait(lock, done);
     }
@@ -133,11 +131,7 @@ private:
     // says why).
     void watch_for_job()
     {
-        using Clock = std::chrono::steady_clock;
-        const auto until = Clock::now() + std::chrono::microseconds(50);
-        while (!has_job_.load(std::memory_order_acquire) && Clock::now() < until) {
-            for (int i = 0; i < 64 && !has_job_.load(std::memory_order_relaxed); ++i) spin_pause();
-        }
+        watch_for(std::chrono::microseconds(50), [this] { return has_job_.load(std::memory_order_acquire); });
     }
 
     std::mutex mu_;
