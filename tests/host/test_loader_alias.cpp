@@ -73,3 +73,31 @@ TEST_CASE("loader: a descriptor path the dynamic linker holds for another object
     for (void *alias : aliases) dlclose(alias);
     dlclose(direct);
 }
+
+TEST_CASE("loader: an object whose first name was a descriptor path since closed does not answer for the next plugin")
+{
+    // Made by hand, as another part of the process might: the memory driver
+    // loaded first through a descriptor path, then aliased under eight more,
+    // every descriptor closed. The loader steps off the first name (it is
+    // seen), onto a number that is only an alias (it is not), and dlopen
+    // answers with the memory driver; the file at its first name can no
+    // longer be looked at, so only the mapped file itself tells.
+    std::vector<int> fds;
+    std::vector<void *> handles;
+    for (int i = 0; i < 9; ++i) {
+        fds.push_back(::open(KVBLOB_PLUGIN_DIR "/libkvblob_memory.so", O_RDONLY | O_CLOEXEC));
+        REQUIRE(fds.back() >= 0);
+        handles.push_back(dlopen(("/proc/self/fd/" + std::to_string(fds.back())).c_str(), RTLD_NOW | RTLD_LOCAL));
+        REQUIRE_MESSAGE(handles.back(), dlerror());
+    }
+    for (int fd : fds) ::close(fd);
+    try {
+        auto file = kvblob::Plugin::load(KVBLOB_PLUGIN_DIR "/libkvblob_file.so");
+        CHECK(file.name() == "file");  // loaded under a name of its own
+    } catch (const kvblob::LoadError &e) {
+        const std::string what = e.what();
+        CHECK(what.find("another object already loaded") != std::string::npos);
+        CHECK(what.find("libkvblob_file.so") != std::string::npos);
+    }
+    for (void *h : handles) dlclose(h);
+}

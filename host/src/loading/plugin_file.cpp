@@ -3,12 +3,16 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 #include "elf_check.hpp"
@@ -51,15 +55,67 @@ bool loaded_under(const std::string &name)
     return search.found;
 }
 
+namespace {
+
+// The file mapped at address at in this process, as the kernel names it in
+// /proc/self/maps: its device and inode.
+struct MappedFile {
+    unsigned major = 0, minor = 0;
+    uint64_t inode = 0;
+    bool operator==(const MappedFile &) const = default;
+};
+
+std::optional<MappedFile> mapped_file_at(uintptr_t at)
+{
+    std::FILE *maps = std::fopen("/proc/self/maps", "re");
+    if (!maps) return std::nullopt;
+    std::optional<MappedFile> found;
+    char line[4096];
+    while (!found && std::fgets(line, sizeof line, maps)) {
+        uintptr_t start = 0, end = 0;
+        MappedFile f;
+        if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %*s %*s %x:%x %" SCNu64, &start, &end, &f.major, &f.minor,
+                        &f.inode) == 5 &&
+            start <= at && at < end && f.inode != 0)
+            found = f;
+    }
+    std::fclose(maps);
+    return found;
+}
+
+// fd's file as the kernel names a mapping of it: mapped for a moment, so
+// that it is named as the loaded object's mapping is (on overlayfs both are
+// the underlying file, which fstat does not show).
+std::optional<MappedFile> mapped_file_of(int fd)
+{
+    void *page = ::mmap(nullptr, 1, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (page == MAP_FAILED) return std::nullopt;
+    auto f = mapped_file_at(reinterpret_cast<uintptr_t>(page));
+    ::munmap(page, 1);
+    return f;
+}
+
+}  // namespace
+
 std::string other_object(void *handle, int fd)
 {
     link_map *map = nullptr;
-    struct stat own {}, loaded {};
-    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name || ::fstat(fd, &own) != 0 ||
-        ::stat(map->l_name, &loaded) != 0)
-        return {};
-    if (loaded.st_dev == own.st_dev && loaded.st_ino == own.st_ino) return {};
-    return map->l_name;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map) return {};
+    const std::string name = map->l_name ? map->l_name : "";
+    // The file the object was mapped from, which no name can stand in for:
+    // its first name may be a descriptor path since closed, or since given
+    // to this very file.
+    const auto loaded = mapped_file_at(reinterpret_cast<uintptr_t>(map->l_ld));
+    const auto own = loaded ? mapped_file_of(fd) : std::nullopt;
+    if (loaded && own) {
+        if (*loaded == *own) return {};
+        return name.empty() ? "an unnamed object" : name;
+    }
+    // No mapping to look at: the file at the object's first name.
+    struct stat own_st {}, loaded_st {};
+    if (name.empty() || ::fstat(fd, &own_st) != 0 || ::stat(name.c_str(), &loaded_st) != 0) return {};
+    if (loaded_st.st_dev == own_st.st_dev && loaded_st.st_ino == own_st.st_ino) return {};
+    return name;
 }
 
 std::string PluginFile::load_name() const
