@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kvblob/host/block_sequence.hpp"
+#include "measure.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -18,24 +19,6 @@
 namespace kvblob::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// The median time of one call of f, calling it until duration is spent (at
-// least five times): the median, as other work on a shared machine
-// interrupts some calls.
-double median_seconds(const std::function<void()> &f, std::chrono::duration<double> duration)
-{
-    std::vector<double> times;
-    const auto end = Clock::now() + duration;
-    do {
-        const auto t0 = Clock::now();
-        f();
-        times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    } while (times.size() < 5 || Clock::now() < end);
-    std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
-    return times[times.size() / 2];
-}
 
 // One pass of OpenSSL's SHA-256 over bytes, the algorithm fetched once.
 class RawSha256 {
@@ -86,14 +69,14 @@ int run_block_key_bench(const BlockKeySettings &s, bool json, std::ostream &out)
     std::vector<Row> rows;
     for (BlockHash hash : {BlockHash::sha256, BlockHash::xxh3}) {
         Row r{hash, hash == BlockHash::sha256 ? chain_label.c_str() : "XXH3-128, one pass over the tokens", 0, 0};
-        r.seconds = median_seconds(
+        r.seconds = median_call_seconds(
             [&] {
                 // The form engines are told to use: every key in one buffer.
                 const auto keys = packed_block_keys("bench", tokens, s.tokens_per_block, "model", hash);
                 if (keys.size() != blocks) throw std::logic_error("packed_block_keys gave a wrong number of keys");
             },
             s.duration);
-        r.baseline_seconds = median_seconds(
+        r.baseline_seconds = median_call_seconds(
             [&] {
                 if (hash == BlockHash::sha256) {
                     sha256(chain_bytes.data(), chain_bytes.size(), digest);
@@ -107,7 +90,7 @@ int run_block_key_bench(const BlockKeySettings &s, bool json, std::ostream &out)
     }
     // What a caller of block_keys pays for a string per key, the SHA-256
     // keys as before packed_block_keys.
-    const double strings_seconds = median_seconds(
+    const double strings_seconds = median_call_seconds(
         [&] {
             const auto keys = block_keys("bench", tokens, s.tokens_per_block, "model");
             if (keys.size() != blocks) throw std::logic_error("block_keys gave a wrong number of keys");

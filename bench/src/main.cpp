@@ -13,6 +13,7 @@
 
 #include "baseline.hpp"
 #include "block_key_bench.hpp"
+#include "checksum_bench.hpp"
 #include "busy_load.hpp"
 #include "completion_latency.hpp"
 #include "driver_lane.hpp"
@@ -38,7 +39,7 @@ struct Flags {
     bool json = false, csv = false, no_baseline = false;
     std::string memory_kind = "host", statistic_text = "mean", wait_text = "host";
     cli::PluginFlags plugin;
-    bool block_keys_mode = false;
+    bool block_keys_mode = false, checksums_mode = false;
     BlockKeySettings block_key_settings;
     unsigned load = 0;
     bool completion = false;
@@ -54,6 +55,11 @@ void add_flags(CLI::App &app, Flags &f)
                  "Measure kvblob::packed_block_keys instead of a driver: each hash over one request, against that hash "
                  "run once over the same token bytes")
         ->excludes(driver_flag);
+    app.add_flag("--checksums", f.checksums_mode,
+                 "Measure the drivers' CRC32C instead of a driver: each implementation this CPU runs, alone and fused "
+                 "with a copy, at --sizes (default 4K,64K,1M), against memcpy of the same bytes")
+        ->excludes(driver_flag)
+        ->excludes("--block-keys");
     app.add_option("--request-tokens", f.block_key_settings.request_tokens, "With --block-keys: tokens in the request")
         ->transform(cli::Count(uint64_t{1} << 30))
         ->capture_default_str();
@@ -329,8 +335,19 @@ int main(int argc, char **argv)
         f.block_key_settings.duration = Seconds(f.duration);
         return run_block_key_bench(f.block_key_settings, f.json, std::cout);
     }
+    if (f.checksums_mode) {
+        ChecksumSettings settings;
+        settings.duration = Seconds(f.duration);
+        try {
+            settings.sizes = parse_sizes(app.count("--sizes") ? f.sizes_text : "4K,64K,1M", cli::physical_memory());
+        } catch (const std::exception &e) {
+            std::cerr << "kvblob-bench: --sizes: " << e.what() << "\n";
+            return cli::exit_usage;
+        }
+        return run_checksum_bench(settings, f.json, std::cout);
+    }
     if (f.driver_spec.empty()) {
-        std::cerr << "kvblob-bench: --driver is required (or --block-keys)\n";
+        std::cerr << "kvblob-bench: --driver is required (or --block-keys, or --checksums)\n";
         return cli::exit_usage;
     }
     Grid g;

@@ -105,4 +105,17 @@ void report_as(Measurement &m, Statistic statistic)
     m.rows_per_s = m.median_rows_per_s;
 }
 
+double median_call_seconds(const std::function<void()> &f, Seconds duration)
+{
+    std::vector<double> times;
+    const auto end = Clock::now() + duration;
+    do {
+        const auto t0 = Clock::now();
+        f();
+        times.push_back(Seconds(Clock::now() - t0).count());
+    } while (times.size() < 5 || Clock::now() < end);
+    std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+    return times[times.size() / 2];
+}
+
 }  // namespace kvblob::bench

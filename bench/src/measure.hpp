@@ -118,4 +118,10 @@ enum class Statistic { mean, median };
 // m with gbps and rows_per_s those of statistic.
 void report_as(Measurement &m, Statistic statistic);
 
+// The median time of one call of f, calling it until duration is spent (at
+// least five times): the median, as other work on a shared machine
+// interrupts some calls. For measurements of one call at a time
+// (--block-keys, --checksums).
+double median_call_seconds(const std::function<void()> &f, Seconds duration);
+
 }  // namespace kvblob::bench

@@ -40,7 +40,7 @@ TEST_CASE("crc32c: plain and fused-copy checksums match a bitwise reference at e
     using namespace kvblob::support;
     std::vector<uint8_t> src(64 * 1024 + 64), dst(src.size());
     fill_pattern(src.data(), src.size(), 5);
-    for (size_t n : {0ul, 1ul, 7ul, 8ul, 31ul, 4096ul, 12287ul, 12288ul, 12289ul, 24576ul + 13, 65535ul, 65536ul}) {
+    for (size_t n : {0ul, 1ul, 7ul, 8ul, 31ul, 63ul, 64ul, 65ul, 127ul, 128ul, 129ul, 255ul, 256ul, 4096ul, 12287ul, 12288ul, 12289ul, 24576ul + 13, 65535ul, 65536ul}) {
         for (size_t offset : {0ul, 3ul}) {
             CAPTURE(n);
             CAPTURE(offset);

@@ -1,8 +1,9 @@
 // CRC32C (Castagnoli), the checksum every bundled driver stores with its
 // objects. The CPU is asked once, at run time, what it has: carry-less
 // multiply folding over 512-bit registers (AVX-512 and VPCLMULQDQ), else
-// over 256-bit ones (AVX2 and VPCLMULQDQ), else the SSE4.2 crc32
-// instruction in three independent streams, else a slicing-by-8 table.
+// over 256-bit ones (AVX2 and VPCLMULQDQ), else over 128-bit ones
+// (PCLMULQDQ), else the SSE4.2 crc32 instruction in three independent
+// streams, else a slicing-by-8 table.
 // Each gives the same checksum.
 #pragma once
 
