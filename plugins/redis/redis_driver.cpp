@@ -419,7 +419,16 @@ void RedisDriver::execute(Op &op, std::vector<size_t> rows)
                         break;
                     }
                 }
-                ReplyPtr reply = receive(c, part.clock);
+                // A get's value is checked and copied out where it lies in
+                // the reader's buffer.
+                Received got = op.kind == OpKind::get ? receive_in_place(c, part.clock)
+                                                      : Received{receive(c, part.clock), std::nullopt};
+                if (got.bulk) {
+                    Outcome out = verify_get(op.rows[i], *got.bulk);
+                    set_row(op, i, out.result, out.code, std::move(out.message));
+                    continue;
+                }
+                ReplyPtr reply = std::move(got.object);
                 if (!reply) {
                     // The connection is gone or the node went silent: this
                     // row and the rest of this node's rows have no answer.
@@ -464,7 +473,7 @@ RedisDriver::Outcome RedisDriver::interpret(const Op &op, size_t i, const redisR
         break;
     case OpKind::get:
         if (reply.type == REDIS_REPLY_NIL) return {KVBLOB_ROW_MISS, 0, {}};
-        if (reply.type == REDIS_REPLY_STRING) return verify_get(op.rows[i], reply);
+        if (reply.type == REDIS_REPLY_STRING) return verify_get(op.rows[i], {reply.str, reply.len});
         break;
     case OpKind::probe:
     case OpKind::remove:
@@ -501,10 +510,10 @@ std::optional<RedisDriver::Outcome> RedisDriver::receive_get_into(redisContext *
     return Outcome{KVBLOB_ROW_READY, 0, {}};
 }
 
-RedisDriver::Outcome RedisDriver::verify_get(const support::Row &row, const redisReply &reply) const
+RedisDriver::Outcome RedisDriver::verify_get(const support::Row &row, std::string_view stored) const
 {
-    const auto *value = reinterpret_cast<const uint8_t *>(reply.str);
-    const uint64_t size = reply.len;
+    const auto *value = reinterpret_cast<const uint8_t *>(stored.data());
+    const uint64_t size = stored.size();
     uint64_t payload = 0;
     uint32_t recorded = 0;
     auto fault = support::check_trailer(value, size, row.key, payload, recorded);

@@ -70,7 +70,9 @@ private:
     // Appends row's command (after ASKING when asking) to out.
     void append_command(std::string &out, const Op &op, size_t row, bool asking) const;
     Outcome interpret(const Op &op, size_t row, const redisReply &reply) const;
-    Outcome verify_get(const support::Row &row, const redisReply &reply) const;
+    // A stored value (payload and trailer) checked against row and copied
+    // into its spans.
+    Outcome verify_get(const support::Row &row, std::string_view stored) const;
     // A get's reply read into row's spans and verified, when it is the
     // value of row's size; nullopt otherwise (read it with receive(), or,
     // with c->err set, the connection failed).

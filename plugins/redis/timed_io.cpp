@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 namespace kvblob::redis {
 
@@ -164,25 +165,77 @@ bool send_all(redisContext *c, std::vector<iovec> bytes, StallClock &clock, cons
     return true;
 }
 
-ReplyPtr receive(redisContext *c, StallClock &clock, const std::atomic<bool> *stop)
+namespace {
+
+// hiredis' reader with every byte it holds consumed, between replies:
+// emptied (its buffer kept), as its next call to find a reply would do,
+// but left between replies. That call would also begin a reply (ridx 0),
+// and a reader in the middle of one is hiredis' own: neither a bulk string
+// in place nor receive_bulk_into could take the next reply.
+void empty_reader(redisReader *r)
+{
+    if (r->len == 0 || r->pos != r->len || r->ridx != -1) return;
+    void *none = nullptr;
+    redisReaderGetReply(r, &none);  // no byte to read: no reply, the buffer compacted once past 1 KiB
+    r->ridx = -1;                   // nothing of a reply was read
+}
+
+// A bulk string the reader holds whole, between replies: its bytes where
+// they lie, the reader moved past them. Anything else (another type, nil,
+// a reply not all here yet, or one whose length is malformed) is left to
+// hiredis, which reports what is wrong.
+std::optional<std::string_view> take_bulk(redisReader *r)
+{
+    if (r->err || r->ridx != -1 || r->pos >= r->len || r->buf[r->pos] != '$') return std::nullopt;
+    const char *at = r->buf + r->pos + 1, *end = r->buf + r->len;
+    size_t length = 0;
+    int digits = 0;
+    for (; at < end && *at >= '0' && *at <= '9' && digits < 18; ++at, ++digits) length = length * 10 + (*at - '0');
+    if (digits == 0 || end - at < 2 || at[0] != '\r' || at[1] != '\n') return std::nullopt;
+    const char *value = at + 2;
+    if (static_cast<size_t>(end - value) < length + 2 || value[length] != '\r' || value[length + 1] != '\n')
+        return std::nullopt;
+    r->pos = static_cast<size_t>(value + length + 2 - r->buf);
+    return std::string_view(value, length);
+}
+
+Received next_reply(redisContext *c, StallClock &clock, const std::atomic<bool> *stop, bool in_place)
 {
     thread_local std::unique_ptr<char[]> chunk(new char[read_chunk]);
+    redisReader *r = c->reader;
     for (;;) {
-        if (c->err) return nullptr;
-        void *raw = nullptr;
-        if (redisGetReplyFromReader(c, &raw) != REDIS_OK) return nullptr;
-        if (raw) return ReplyPtr(static_cast<redisReply *>(raw));
+        if (c->err) return {};
+        if (in_place)
+            if (auto bulk = take_bulk(r)) return {nullptr, bulk};
+        if (r->pos < r->len || r->ridx != -1) {
+            void *raw = nullptr;
+            if (redisGetReplyFromReader(c, &raw) != REDIS_OK) return {};
+            if (raw) return {ReplyPtr(static_cast<redisReply *>(raw)), std::nullopt};
+        }
+        empty_reader(r);
         const ssize_t n = ::read(c->fd, chunk.get(), read_chunk);
         if (n > 0) {
             clock.moved();
-            if (redisReaderFeed(c->reader, chunk.get(), static_cast<size_t>(n)) != REDIS_OK) {
+            if (redisReaderFeed(r, chunk.get(), static_cast<size_t>(n)) != REDIS_OK) {
                 fail(c, REDIS_ERR_PROTOCOL, "reply could not be parsed");
-                return nullptr;
+                return {};
             }
             continue;
         }
-        if (!read_again(c, n, clock, stop)) return nullptr;
+        if (!read_again(c, n, clock, stop)) return {};
     }
+}
+
+}  // namespace
+
+ReplyPtr receive(redisContext *c, StallClock &clock, const std::atomic<bool> *stop)
+{
+    return std::move(next_reply(c, clock, stop, false).object);
+}
+
+Received receive_in_place(redisContext *c, StallClock &clock, const std::atomic<bool> *stop)
+{
+    return next_reply(c, clock, stop, true);
 }
 
 namespace {
