@@ -165,13 +165,10 @@ bool send_all(redisContext *c, std::vector<iovec> bytes, StallClock &clock, cons
     return true;
 }
 
-namespace {
-
-// hiredis' reader with every byte it holds consumed, between replies:
-// emptied (its buffer kept), as its next call to find a reply would do,
-// but left between replies. That call would also begin a reply (ridx 0),
-// and a reader in the middle of one is hiredis' own: neither a bulk string
-// in place nor receive_bulk_into could take the next reply.
+// hiredis' own next call to find a reply would empty the reader too, but
+// would also begin a reply (ridx 0), and a reader in the middle of one is
+// hiredis' own: neither a bulk string in place nor receive_bulk_into could
+// take the next reply.
 void empty_reader(redisReader *r)
 {
     if (r->len == 0 || r->pos != r->len || r->ridx != -1) return;
@@ -180,10 +177,6 @@ void empty_reader(redisReader *r)
     r->ridx = -1;                   // nothing of a reply was read
 }
 
-// A bulk string the reader holds whole, between replies: its bytes where
-// they lie, the reader moved past them. Anything else (another type, nil,
-// a reply not all here yet, or one whose length is malformed) is left to
-// hiredis, which reports what is wrong.
 std::optional<std::string_view> take_bulk(redisReader *r)
 {
     if (r->err || r->ridx != -1 || r->pos >= r->len || r->buf[r->pos] != '$') return std::nullopt;
@@ -191,13 +184,17 @@ std::optional<std::string_view> take_bulk(redisReader *r)
     size_t length = 0;
     int digits = 0;
     for (; at < end && *at >= '0' && *at <= '9' && digits < 18; ++at, ++digits) length = length * 10 + (*at - '0');
-    if (digits == 0 || end - at < 2 || at[0] != '\r' || at[1] != '\n') return std::nullopt;
+    // Only a length as hiredis reads one: no sign, no leading zero.
+    if (digits == 0 || (digits > 1 && r->buf[r->pos + 1] == '0')) return std::nullopt;
+    if (end - at < 2 || at[0] != '\r' || at[1] != '\n') return std::nullopt;
     const char *value = at + 2;
     if (static_cast<size_t>(end - value) < length + 2 || value[length] != '\r' || value[length + 1] != '\n')
         return std::nullopt;
     r->pos = static_cast<size_t>(value + length + 2 - r->buf);
     return std::string_view(value, length);
 }
+
+namespace {
 
 Received next_reply(redisContext *c, StallClock &clock, const std::atomic<bool> *stop, bool in_place)
 {

@@ -88,6 +88,16 @@ struct Received {
 };
 Received receive_in_place(redisContext *c, StallClock &clock, const std::atomic<bool> *stop = nullptr);
 
+// receive_in_place's two steps on hiredis' reader (tests/fuzz holds them to
+// hiredis' own parse). take_bulk: a bulk string the reader holds whole,
+// between replies: its bytes where they lie, the reader moved past them;
+// anything else (another type, nil, a reply not all here yet, a length
+// that is not plain digits) is left to hiredis, which reports what is
+// wrong. empty_reader: a reader whose bytes are all consumed, between
+// replies, emptied (its buffer kept) and left between replies.
+std::optional<std::string_view> take_bulk(redisReader *r);
+void empty_reader(redisReader *r);
+
 // The next reply on c read straight into the caller's memory, when it is a
 // bulk string of exactly the sum of into's lengths: the bytes hiredis'
 // reader holds already are copied, the rest is read from the socket into
