@@ -165,10 +165,10 @@ bool send_all(redisContext *c, std::vector<iovec> bytes, StallClock &clock, cons
     return true;
 }
 
-// hiredis' own next call to find a reply would empty the reader too, but
-// would also begin a reply (ridx 0), and a reader in the middle of one is
-// hiredis' own: neither a bulk string in place nor receive_bulk_into could
-// take the next reply.
+// hiredis' own next call to find a reply would compact the reader too,
+// but would also begin a reply (ridx 0), and a reader in the middle of one
+// is hiredis' own: neither a bulk string in place nor receive_bulk_into
+// could take the next reply.
 void empty_reader(redisReader *r)
 {
     if (r->len == 0 || r->pos != r->len || r->ridx != -1) return;
@@ -177,10 +177,14 @@ void empty_reader(redisReader *r)
     r->ridx = -1;                   // nothing of a reply was read
 }
 
-std::optional<std::string_view> take_bulk(redisReader *r)
+std::optional<Bulk> take_bulk(redisReader *r)
 {
     if (r->err || r->ridx != -1 || r->pos >= r->len || r->buf[r->pos] != '$') return std::nullopt;
     const char *at = r->buf + r->pos + 1, *end = r->buf + r->len;
+    if (end - at >= 4 && std::memcmp(at, "-1\r\n", 4) == 0) {  // nil: a get's MISS
+        r->pos += 5;
+        return Bulk{{}, true};
+    }
     size_t length = 0;
     int digits = 0;
     for (; at < end && *at >= '0' && *at <= '9' && digits < 18; ++at, ++digits) length = length * 10 + (*at - '0');
@@ -191,7 +195,7 @@ std::optional<std::string_view> take_bulk(redisReader *r)
     if (static_cast<size_t>(end - value) < length + 2 || value[length] != '\r' || value[length + 1] != '\n')
         return std::nullopt;
     r->pos = static_cast<size_t>(value + length + 2 - r->buf);
-    return std::string_view(value, length);
+    return Bulk{std::string_view(value, length)};
 }
 
 namespace {

@@ -73,29 +73,37 @@ bool send_all(redisContext *c, std::vector<iovec> bytes, StallClock &clock, cons
 // set).
 ReplyPtr receive(redisContext *c, StallClock &clock, const std::atomic<bool> *stop = nullptr);
 
+// A reply taken where it lies in hiredis' reader buffer: a bulk string's
+// bytes (valid until the next call on the connection), or nil.
+struct Bulk {
+    std::string_view bytes;
+    bool nil = false;
+};
+
 // The next reply on c as receive() gives it, except that a bulk string
-// hiredis' reader holds whole is not made a reply object: bulk points at its
-// bytes in the reader's buffer, valid until the next call on c. Through
+// hiredis' reader holds whole, or nil, is not made a reply object: bulk
+// says what it is, its bytes where they lie in the reader's buffer. Through
 // hiredis, each small value of a pipelined batch was copied into a reply
-// object, and every byte read after it moved to the buffer's front (the
-// reader compacts once it has consumed 1 KiB): a get of 32 rows of 4 KiB
-// spent 18% of its time in that move. Neither is set when the connection
-// failed or stalled (c->err set).
+// object, and every byte read after it (and after each nil) moved to the
+// buffer's front (the reader compacts once it has consumed 1 KiB): a get
+// of 32 rows of 4 KiB spent 18% of its time in that move. Neither is set
+// when the connection failed or stalled (c->err set).
 struct Received {
     ReplyPtr object;
-    std::optional<std::string_view> bulk;
+    std::optional<Bulk> bulk;
     explicit operator bool() const { return object || bulk; }
 };
 Received receive_in_place(redisContext *c, StallClock &clock, const std::atomic<bool> *stop = nullptr);
 
 // receive_in_place's two steps on hiredis' reader (tests/fuzz holds them to
-// hiredis' own parse). take_bulk: a bulk string the reader holds whole,
-// between replies: its bytes where they lie, the reader moved past them;
-// anything else (another type, nil, a reply not all here yet, a length
-// that is not plain digits) is left to hiredis, which reports what is
-// wrong. empty_reader: a reader whose bytes are all consumed, between
-// replies, emptied (its buffer kept) and left between replies.
-std::optional<std::string_view> take_bulk(redisReader *r);
+// hiredis' own parse). take_bulk: a bulk string the reader holds whole, or
+// nil, between replies, the reader moved past it; anything else (another
+// type, a reply not all here yet, a length that is not plain digits) is
+// left to hiredis, which reports what is wrong. empty_reader: a reader
+// whose bytes are all consumed, between replies, left between replies,
+// its buffer emptied (kept allocated) once more than 1 KiB of it was
+// consumed, as hiredis itself would.
+std::optional<Bulk> take_bulk(redisReader *r);
 void empty_reader(redisReader *r);
 
 // The next reply on c read straight into the caller's memory, when it is a

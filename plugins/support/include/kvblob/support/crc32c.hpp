@@ -2,8 +2,9 @@
 // objects. The CPU is asked once, at run time, what it has: carry-less
 // multiply folding over 512-bit registers (AVX-512 and VPCLMULQDQ), else
 // over 256-bit ones (AVX2 and VPCLMULQDQ), else over 128-bit ones
-// (PCLMULQDQ), else the SSE4.2 crc32 instruction in three independent
-// streams, else a slicing-by-8 table.
+// (PCLMULQDQ: on AMD CPUs at every size, on others below 12 KiB), else the
+// SSE4.2 crc32 instruction in three independent streams, else a
+// slicing-by-8 table.
 // Each gives the same checksum.
 #pragma once
 
@@ -23,8 +24,8 @@ uint32_t crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n);
 // True when the hardware instruction is in use.
 bool crc32c_hardware();
 
-// Each implementation this CPU runs, the portable one first and the one in
-// use last: for tests that hold them to one another, and for measuring.
+// Each implementation this CPU runs, the portable one first and the widest
+// last: for tests that hold them to one another, and for measuring.
 struct Crc32cPath {
     const char *name;
     uint32_t (*plain)(uint32_t crc, const void *data, size_t n);
