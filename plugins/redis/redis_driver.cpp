@@ -424,7 +424,8 @@ void RedisDriver::execute(Op &op, std::vector<size_t> rows)
                 Received got = op.kind == OpKind::get ? receive_in_place(c, part.clock)
                                                       : Received{receive(c, part.clock), std::nullopt};
                 if (got.bulk) {
-                    Outcome out = got.bulk->nil ? Outcome{KVBLOB_ROW_MISS, 0, {}} : verify_get(op.rows[i], got.bulk->bytes);
+                    Outcome out = got.bulk->nil ? Outcome{KVBLOB_ROW_MISS, 0, {}}
+                                                : verify_get(op.rows[i], got.bulk->bytes);
                     set_row(op, i, out.result, out.code, std::move(out.message));
                     continue;
                 }

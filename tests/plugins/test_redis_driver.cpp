@@ -139,7 +139,8 @@ TEST_CASE("redis driver: small gets are checked where they lie in the reader's b
     for (size_t i = 0; i < rows; ++i) {
         const uint64_t n = size_of(i);
         if (i % 5 == 0 && n > 1) {  // two spans
-            gets.row(key(i), {make_span(dst.handle(), i * slot, n / 2), make_span(dst.handle(), i * slot + n / 2, n - n / 2)});
+            gets.row(key(i), {make_span(dst.handle(), i * slot, n / 2),
+                              make_span(dst.handle(), i * slot + n / 2, n - n / 2)});
         } else {
             gets.row(key(i), {make_span(dst.handle(), i * slot, n)});
         }
