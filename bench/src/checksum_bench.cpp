@@ -50,7 +50,11 @@ int run_checksum_bench(const ChecksumSettings &s, bool json, std::ostream &out)
 
     const auto &paths = support::crc32c_paths();
     std::vector<ChecksumPoint> points;
-    for (uint64_t size : s.sizes) {
+    for (size_t k = 0; k < s.sizes.size(); ++k) {
+        const uint64_t size = s.sizes[k];
+        // Progress on stderr, as for a driver's points.
+        std::fprintf(stderr, "[%zu/%zu] checksums of %llu bytes\n", k + 1, s.sizes.size(),
+                     static_cast<unsigned long long>(size));
         const uint64_t calls = calls_per_sample(size);
         const double memcpy_seconds = per_call(calls, s.duration, [&] {
             std::memcpy(dst.data(), src.data(), size);
