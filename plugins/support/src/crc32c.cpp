@@ -224,14 +224,18 @@ __attribute__((target("sse4.2"))) inline uint32_t finish_fold(const uint64_t *la
     return crc_rest<Copy>(static_cast<uint32_t>(c), Copy ? d + at : d, s + at, n - at);
 }
 
-struct FoldTables {
-    FoldConstants by256 = fold_over(256 * 8), by64 = fold_over(64 * 8);
+// A folding path's two sets of constants, computed once: over the bytes
+// its registers take in one step, and over one register's width (where the
+// registers are folded into one, and the rest of the bytes into it).
+struct FoldPair {
+    FoldConstants step, width;
 };
 
-const FoldTables &fold_tables()
+template <size_t StepBytes, size_t WidthBytes>
+const FoldPair &fold_pair()
 {
-    static const FoldTables t;
-    return t;
+    static const FoldPair pair{fold_over(StepBytes * 8), fold_over(WidthBytes * 8)};
+    return pair;
 }
 
 __attribute__((target("avx512f,vpclmulqdq"))) inline __m512i fold(__m512i acc, __m512i k, __m512i next)
@@ -268,11 +272,11 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) uint32_t crc_fold512(uint32
     }
     // Before the first 512-bit instruction: a call made after it costs a
     // vzeroupper and the registers' reload.
-    const FoldTables &tables = fold_tables();
+    const FoldPair &tables = fold_pair<256, 64>();
     __m512i a0 = _mm512_xor_si512(load_block<Copy>(d, s, 0), _mm512_castsi128_si512(_mm_cvtsi32_si128(static_cast<int>(crc))));
     __m512i a1 = load_block<Copy>(d, s, 64), a2 = load_block<Copy>(d, s, 128), a3 = load_block<Copy>(d, s, 192);
     size_t at = 256;
-    const __m512i k256 = broadcast(tables.by256);
+    const __m512i k256 = broadcast(tables.step);
     for (; n - at >= 256; at += 256) {
         a0 = fold(a0, k256, load_block<Copy>(d, s, at));
         a1 = fold(a1, k256, load_block<Copy>(d, s, at + 64));
@@ -280,7 +284,7 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) uint32_t crc_fold512(uint32
         a3 = fold(a3, k256, load_block<Copy>(d, s, at + 192));
     }
     // The four registers into one, then 64 bytes at a time.
-    const __m512i k64 = broadcast(tables.by64);
+    const __m512i k64 = broadcast(tables.width);
     a1 = fold(a0, k64, a1);
     a2 = fold(a1, k64, a2);
     a3 = fold(a2, k64, a3);
@@ -303,16 +307,6 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) uint32_t crc_fold512(uint32
 // Zen 3 core; this takes less than half of that, and about half at 64 KiB
 // and 1 MiB as well (commit d2e4af3; docs/performance.md, "CRC32C on CPUs
 // without VPCLMULQDQ").
-struct FoldTables256 {
-    FoldConstants by128 = fold_over(128 * 8), by32 = fold_over(32 * 8);
-};
-
-const FoldTables256 &fold_tables256()
-{
-    static const FoldTables256 t;
-    return t;
-}
-
 __attribute__((target("avx2,vpclmulqdq"))) inline __m256i fold256(__m256i acc, __m256i k, __m256i next)
 {
     return _mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128(acc, k, 0x00),
@@ -343,20 +337,20 @@ __attribute__((target("avx2,vpclmulqdq,sse4.2"))) uint32_t crc_fold256(uint32_t 
         return crc_rest<Copy>(crc, d, s, n);
     }
     // Before the first 256-bit instruction, as in crc_fold512.
-    const FoldTables256 &tables = fold_tables256();
+    const FoldPair &tables = fold_pair<128, 32>();
     __m256i a0 = _mm256_xor_si256(load_block256<Copy>(d, s, 0),
                                   _mm256_zextsi128_si256(_mm_cvtsi32_si128(static_cast<int>(crc))));
     __m256i a1 = load_block256<Copy>(d, s, 32), a2 = load_block256<Copy>(d, s, 64),
             a3 = load_block256<Copy>(d, s, 96);
     size_t at = 128;
-    const __m256i k128 = broadcast256(tables.by128);
+    const __m256i k128 = broadcast256(tables.step);
     for (; n - at >= 128; at += 128) {
         a0 = fold256(a0, k128, load_block256<Copy>(d, s, at));
         a1 = fold256(a1, k128, load_block256<Copy>(d, s, at + 32));
         a2 = fold256(a2, k128, load_block256<Copy>(d, s, at + 64));
         a3 = fold256(a3, k128, load_block256<Copy>(d, s, at + 96));
     }
-    const __m256i k32 = broadcast256(tables.by32);
+    const __m256i k32 = broadcast256(tables.width);
     a1 = fold256(a0, k32, a1);
     a2 = fold256(a1, k32, a2);
     a3 = fold256(a2, k32, a3);
@@ -376,20 +370,15 @@ __attribute__((target("avx2,vpclmulqdq,sse4.2"))) uint32_t crc_fold256(uint32_t 
 // to six, timed alone); this runs at 9-10 GB/s there, a 4 KiB row's copy
 // and checksum in about 440 ns instead of 820 (docs/performance.md, "CRC32C
 // on CPUs without VPCLMULQDQ").
-struct FoldTables128 {
-    FoldConstants by64 = fold_over(64 * 8), by16 = fold_over(16 * 8);
-};
-
-const FoldTables128 &fold_tables128()
-{
-    static const FoldTables128 t;
-    return t;
-}
-
 __attribute__((target("pclmul,sse4.2"))) inline __m128i fold128(__m128i acc, __m128i k, __m128i next)
 {
     return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(acc, k, 0x00), _mm_clmulepi64_si128(acc, k, 0x11)),
                          next);
+}
+
+inline __m128i constants128(const FoldConstants &c)
+{
+    return _mm_set_epi64x(static_cast<long long>(c.k_low), static_cast<long long>(c.k_high));
 }
 
 // 16 bytes at s + at, stored to d + at as well with Copy.
@@ -408,21 +397,19 @@ __attribute__((target("pclmul,sse4.2"))) uint32_t crc_fold128(uint32_t crc, uint
     if (n < 64) {
         return crc_rest<Copy>(crc, d, s, n);
     }
-    const FoldTables128 &tables = fold_tables128();
+    const FoldPair &tables = fold_pair<64, 16>();
     __m128i a0 = _mm_xor_si128(load_block128<Copy>(d, s, 0), _mm_cvtsi32_si128(static_cast<int>(crc)));
     __m128i a1 = load_block128<Copy>(d, s, 16), a2 = load_block128<Copy>(d, s, 32),
             a3 = load_block128<Copy>(d, s, 48);
     size_t at = 64;
-    const __m128i k64 = _mm_set_epi64x(static_cast<long long>(tables.by64.k_low),
-                                       static_cast<long long>(tables.by64.k_high));
+    const __m128i k64 = constants128(tables.step);
     for (; n - at >= 64; at += 64) {
         a0 = fold128(a0, k64, load_block128<Copy>(d, s, at));
         a1 = fold128(a1, k64, load_block128<Copy>(d, s, at + 16));
         a2 = fold128(a2, k64, load_block128<Copy>(d, s, at + 32));
         a3 = fold128(a3, k64, load_block128<Copy>(d, s, at + 48));
     }
-    const __m128i k16 = _mm_set_epi64x(static_cast<long long>(tables.by16.k_low),
-                                       static_cast<long long>(tables.by16.k_high));
+    const __m128i k16 = constants128(tables.width);
     a1 = fold128(a0, k16, a1);
     a2 = fold128(a1, k16, a2);
     a3 = fold128(a2, k16, a3);
