@@ -28,11 +28,10 @@ Store::Store(uint64_t capacity)
 {
 }
 
-Store::Shard &Store::shard(const std::string &key) { return shards_[std::hash<std::string>{}(key) % shard_count]; }
-const Store::Shard &Store::shard(const std::string &key) const
-{
-    return shards_[std::hash<std::string>{}(key) % shard_count];
-}
+// A shard from the hash's top bits: its map's buckets come from the same
+// hash modulo a prime, and keys that share their low bits would crowd them.
+Store::Shard &Store::shard(const std::string &key) { return shards_[support::key_hash(key) >> shard_shift]; }
+const Store::Shard &Store::shard(const std::string &key) const { return shards_[support::key_hash(key) >> shard_shift]; }
 
 Store::Lookup Store::find(const std::string &key) const
 {

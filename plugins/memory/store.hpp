@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "blob_pool.hpp"
+#include "kvblob/support/key_hash.hpp"
 
 namespace kvblob::memory {
 
@@ -73,7 +74,7 @@ public:
     };
     struct Shard {
         mutable std::mutex mu;
-        std::unordered_map<std::string, Entry> map;
+        std::unordered_map<std::string, Entry, support::KeyHash, std::equal_to<>> map;
     };
 
 private:
@@ -86,6 +87,8 @@ private:
     // give their buffers back to a live pool.
     std::shared_ptr<BlobPool> pool_;
     static constexpr size_t shard_count = 64;
+    static constexpr unsigned shard_shift = 64 - 6;  // the hash's top log2(shard_count) bits
+    static_assert(size_t{1} << (64 - shard_shift) == shard_count);
     std::array<Shard, shard_count> shards_;
     const uint64_t capacity_;
     std::atomic<uint64_t> used_{0};

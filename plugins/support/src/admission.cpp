@@ -4,6 +4,7 @@
 #include "kvblob/support/driver_base.hpp"
 
 #include "call_scope.hpp"
+#include "kvblob/support/key_hash.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -29,7 +30,7 @@ public:
     bool insert(uint64_t r)
     {
         const std::string &key = rows_[r].key;
-        for (size_t i = std::hash<std::string_view>{}(key) & mask_;; i = (i + 1) & mask_) {
+        for (size_t i = key_hash(key) & mask_;; i = (i + 1) & mask_) {
             uint64_t &slot = slots_[i];
             if (slot == 0) {
                 slot = r + 1;
