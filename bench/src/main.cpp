@@ -86,7 +86,10 @@ void add_flags(CLI::App &app, Flags &f)
         ->capture_default_str();
     app.add_option("--statistic", f.statistic_text,
                    "Throughput of each point from the mean over its operations, or from its median operation (for a "
-                   "machine whose other work interrupts some of them; both sides alike)")
+                   "machine whose other work interrupts some of them). Under --load the median favours a side run "
+                   "by one thread: its median operation is one that no other thread interrupted, its speed while "
+                   "it runs and not its share of a core; a driver whose operation spans two threads is more "
+                   "often caught waiting. The mean counts every wait on both sides")
         ->check(CLI::IsMember({"mean", "median"}))
         ->capture_default_str();
     app.add_option("--load", f.load,
