@@ -79,15 +79,41 @@ struct PyDriver {
     // What this driver handed out, so that close can end it all first: a
     // with-block closes its driver even while Python still holds regions
     // and operations.
-    std::vector<std::weak_ptr<PyRegion>> regions;
-    std::vector<std::weak_ptr<PyOperation>> operations;
-
     template <class T>
-    static void track(std::vector<std::weak_ptr<T>> &list, const std::shared_ptr<T> &item)
-    {
-        std::erase_if(list, [](const std::weak_ptr<T> &w) { return w.expired(); });
-        list.push_back(item);
-    }
+    class Handed {
+    public:
+        // The entries of objects gone are swept out once the list has
+        // doubled since the last sweep: constant time per add, amortised.
+        // A sweep at every add made each submit cost a look at every
+        // operation still alive (a put took 19.8 us with 10,000 held, 1.1
+        // with none).
+        void add(const std::shared_ptr<T> &item)
+        {
+            if (items_.size() >= 2 * std::max<size_t>(live_at_sweep_, 32)) {
+                std::erase_if(items_, [](const std::weak_ptr<T> &w) { return w.expired(); });
+                live_at_sweep_ = items_.size();
+            }
+            items_.push_back(item);
+        }
+        // Each object still alive, once, taken off the list first: end may
+        // let go of the GIL, and another thread's add must not land in the
+        // vector being walked.
+        template <class F>
+        void end_each(F &&end)
+        {
+            std::vector<std::weak_ptr<T>> items = std::move(items_);
+            items_.clear();
+            live_at_sweep_ = 0;
+            for (auto &w : items)
+                if (auto item = w.lock()) end(*item);
+        }
+
+    private:
+        std::vector<std::weak_ptr<T>> items_;
+        size_t live_at_sweep_ = 0;
+    };
+    Handed<PyRegion> regions;
+    Handed<PyOperation> operations;
 
     Driver &get()
     {
@@ -115,7 +141,7 @@ struct PyDriver {
             py::gil_scoped_release nogil;
             r->region = d.register_region(desc);
         }
-        track(regions, r);
+        regions.add(r);
         return r;
     }
 
@@ -133,7 +159,7 @@ struct PyDriver {
             py::gil_scoped_release nogil;
             r->region = d.register_region(desc);
         }
-        track(regions, r);
+        regions.add(r);
         return r;
     }
 
@@ -251,7 +277,7 @@ struct PyDriver {
             py::gil_scoped_release nogil;
             op->op = d.submit(kind, batch);
         }
-        track(operations, op);
+        operations.add(op);
         return op;
     }
 
@@ -260,12 +286,8 @@ struct PyDriver {
         if (!driver) return kvblob_status_name(KVBLOB_OK);
         // Operations first (their regions stay referenced), then regions: a
         // registration the driver still refuses is pinned, its memory kept.
-        for (auto &w : operations)
-            if (auto op = w.lock()) op->end();
-        for (auto &w : regions)
-            if (auto r = w.lock()) r->close();
-        operations.clear();
-        regions.clear();
+        operations.end_each([](PyOperation &op) { op.end(); });
+        regions.end_each([](PyRegion &r) { r.close(); });
         kvblob_status st;
         {
             py::gil_scoped_release nogil;

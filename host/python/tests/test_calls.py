@@ -129,3 +129,27 @@ def test_offsets_and_lengths_of_every_size_are_read_exactly(size):
                 driver.put([("k", region, offset, length)])
             assert refused.value.rule == "R-ADM-6" and "not wholly inside its region" in str(refused.value)
         region.close()
+
+
+def test_close_ends_every_operation_still_held_among_many_dropped(tmp_path):
+    # The driver's list of the operations it handed out is swept of dropped
+    # ones now and then, not at every submit: close still ends each one held.
+    plugin = kvblob.load("memory")
+    driver = plugin.open({"store": f"pytest-calls-held-{os.getpid()}-{tmp_path.name}"})
+    buf = np.zeros(SIZE, dtype=np.uint8)
+    region = driver.register(buf)
+    held = []
+    for i in range(1000):
+        op = driver.put([(f"held-{i}", region, 0, SIZE)])
+        assert op.wait(10)
+        if i % 7 == 0:
+            held.append(op)  # settled, never released: close's to end
+        else:
+            assert op.release() == "KVBLOB_OK"
+        del op
+    gc.collect()
+    assert driver.close() == "KVBLOB_OK"
+    for op in held:
+        with pytest.raises(kvblob.CallError) as dead:
+            op.poll()
+        assert dead.value.rule == "R-OPS-1"
