@@ -1,13 +1,12 @@
 // A key's hash for the drivers' own tables (a batch's repeated keys, the
 // memory store's shards and maps): XXH3, already compiled in for the
-// trailer's digest. On the 20 to 60 byte keys engines send it takes about a
-// third of std::hash's time, and the memory store hashes each key three
-// times a put (admission, shard, map).
+// trailer's digest. The memory store hashes each key three times a put
+// (admission, shard, map); on kvblob-bench's 30-byte keys the hashing took
+// 5.2% of a put-and-remove cycle where std::hash took 9.2%.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <string_view>
 
 namespace kvblob::support {
@@ -19,7 +18,6 @@ uint64_t key_hash(std::string_view key) noexcept;
 struct KeyHash {
     using is_transparent = void;
     size_t operator()(std::string_view key) const noexcept { return static_cast<size_t>(key_hash(key)); }
-    size_t operator()(const std::string &key) const noexcept { return static_cast<size_t>(key_hash(key)); }
 };
 
 }  // namespace kvblob::support
