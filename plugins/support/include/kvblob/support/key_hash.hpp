@@ -1,8 +1,9 @@
 // A key's hash for the drivers' own tables (a batch's repeated keys, the
 // memory store's shards and maps): XXH3, already compiled in for the
-// trailer's digest. The memory store hashes each key three times a put
-// (admission, shard, map); on kvblob-bench's 30-byte keys the hashing took
-// 5.2% of a put-and-remove cycle where std::hash took 9.2%.
+// trailer's digest, seeded once per process (key_hash.cpp). The memory
+// store hashes each key three times a put (admission, shard, map); on
+// kvblob-bench's 30-byte keys the hashing took 5.2% of a put-and-remove
+// cycle where std::hash took 9.2%.
 #pragma once
 
 #include <cstddef>
