@@ -89,7 +89,8 @@ struct PyDriver {
         // with none).
         void add(const std::shared_ptr<T> &item)
         {
-            if (items_.size() >= 2 * std::max<size_t>(live_at_sweep_, 32)) {
+            constexpr size_t never_below = 64;  // entries: too few to be worth a sweep
+            if (items_.size() >= std::max(2 * live_at_sweep_, never_below)) {
                 std::erase_if(items_, [](const std::weak_ptr<T> &w) { return w.expired(); });
                 live_at_sweep_ = items_.size();
             }
