@@ -1,3 +1,9 @@
+// First, and in C linkage: hiredis 0.14's sds.h declares none of its own,
+// and hiredis.h (through timed_io.hpp) includes it too.
+extern "C" {
+#include <hiredis/sds.h>
+}
+
 #include "timed_io.hpp"
 
 #include <fcntl.h>
@@ -21,8 +27,6 @@ namespace {
 constexpr char stall_text[] = "no byte moved within command_timeout_ms";
 // A wait is cut in slices this long so that a stop request is seen soon.
 constexpr int stop_slice_ms = 50;
-// Bytes taken from the socket per read.
-constexpr size_t read_chunk = 1 << 20;
 
 void fail(redisContext *c, int err, const char *text)
 {
@@ -165,18 +169,6 @@ bool send_all(redisContext *c, std::vector<iovec> bytes, StallClock &clock, cons
     return true;
 }
 
-// hiredis' own next call to find a reply would compact the reader too,
-// but would also begin a reply (ridx 0), and a reader in the middle of one
-// is hiredis' own: neither a bulk string in place nor receive_bulk_into
-// could take the next reply.
-void empty_reader(redisReader *r)
-{
-    if (r->len == 0 || r->pos != r->len || r->ridx != -1) return;
-    void *none = nullptr;
-    redisReaderGetReply(r, &none);  // no byte to read: no reply, the buffer compacted once past 1 KiB
-    r->ridx = -1;                   // nothing of a reply was read
-}
-
 std::optional<Bulk> take_bulk(redisReader *r)
 {
     if (r->err || r->ridx != -1 || r->pos >= r->len || r->buf[r->pos] != '$') return std::nullopt;
@@ -198,32 +190,83 @@ std::optional<Bulk> take_bulk(redisReader *r)
     return Bulk{std::string_view(value, length)};
 }
 
+bool bulk_pending(const redisReader *r)
+{
+    if (r->err || r->ridx != -1 || r->pos >= r->len || r->buf[r->pos] != '$') return false;
+    const char *at = r->buf + r->pos + 1, *end = r->buf + r->len;
+    const auto here = static_cast<size_t>(end - at);
+    if (here > 0 && *at == '-') return here < 4 && std::memcmp(at, "-1\r\n", here) == 0;  // nil, cut short
+    size_t length = 0;
+    int digits = 0;
+    for (; at < end && *at >= '0' && *at <= '9' && digits < 18; ++at, ++digits) length = length * 10 + (*at - '0');
+    if ((digits > 1 && r->buf[r->pos + 1] == '0') || length > in_place_max) return false;
+    if (at == end) return true;  // the length, cut short
+    if (digits == 0 || *at != '\r') return false;
+    if (end - at == 1) return true;  // the CR of the length's CRLF
+    if (at[1] != '\n') return false;
+    // The value and its CRLF not all here yet (hiredis would wait for them
+    // too); once they are, take_bulk has taken them or left them to hiredis.
+    return static_cast<size_t>(end - (at + 2)) < length + 2;
+}
+
+char *reader_room(redisReader *r, size_t &room)
+{
+    if (r->pos > 0) {  // hiredis compacts so too, even within a reply
+        sdsrange(r->buf, static_cast<int>(r->pos), -1);
+        r->pos = 0;
+        r->len = sdslen(r->buf);
+    }
+    const sds grown = sdsMakeRoomFor(r->buf, read_room);
+    if (!grown) return nullptr;
+    r->buf = grown;
+    room = sdsavail(r->buf);
+    return r->buf + r->len;
+}
+
+void reader_grew(redisReader *r, size_t n)
+{
+    sdsIncrLen(r->buf, static_cast<int>(n));
+    r->len = sdslen(r->buf);
+}
+
 namespace {
+
+// Reads what the socket has (up to the reader's free room) into the reader.
+// False (c->err set) when the connection failed, stalled or was stopped.
+bool read_more(redisContext *c, StallClock &clock, const std::atomic<bool> *stop)
+{
+    for (;;) {
+        size_t room = 0;
+        char *into = reader_room(c->reader, room);
+        if (!into) {
+            fail(c, REDIS_ERR_OOM, "out of memory");
+            return false;
+        }
+        const ssize_t n = ::read(c->fd, into, room);
+        if (n > 0) {
+            clock.moved();
+            reader_grew(c->reader, static_cast<size_t>(n));
+            return true;
+        }
+        if (!read_again(c, n, clock, stop)) return false;
+    }
+}
 
 Received next_reply(redisContext *c, StallClock &clock, const std::atomic<bool> *stop, bool in_place)
 {
-    thread_local std::unique_ptr<char[]> chunk(new char[read_chunk]);
     redisReader *r = c->reader;
     for (;;) {
         if (c->err) return {};
-        if (in_place)
+        if (in_place) {
             if (auto bulk = take_bulk(r)) return {nullptr, bulk};
-        if (r->pos < r->len || r->ridx != -1) {
+        }
+        const bool unread = r->pos < r->len || r->ridx != -1;
+        if (unread && !(in_place && bulk_pending(r))) {
             void *raw = nullptr;
             if (redisGetReplyFromReader(c, &raw) != REDIS_OK) return {};
             if (raw) return {ReplyPtr(static_cast<redisReply *>(raw)), std::nullopt};
         }
-        empty_reader(r);
-        const ssize_t n = ::read(c->fd, chunk.get(), read_chunk);
-        if (n > 0) {
-            clock.moved();
-            if (redisReaderFeed(r, chunk.get(), static_cast<size_t>(n)) != REDIS_OK) {
-                fail(c, REDIS_ERR_PROTOCOL, "reply could not be parsed");
-                return {};
-            }
-            continue;
-        }
-        if (!read_again(c, n, clock, stop)) return {};
+        if (!read_more(c, clock, stop)) return {};
     }
 }
 
@@ -305,10 +348,14 @@ BulkInto receive_bulk_into(redisContext *c, const std::vector<iovec> &into, Stal
             clock.moved();
             have += static_cast<size_t>(n);
             if (std::memcmp(head + have - n, header.data() + have - n, static_cast<size_t>(n)) != 0) {
-                if (redisReaderFeed(r, head + buffered, have - buffered) != REDIS_OK) {
-                    fail(c, REDIS_ERR_PROTOCOL, "reply could not be parsed");
+                size_t room = 0;
+                char *to = reader_room(r, room);
+                if (!to) {
+                    fail(c, REDIS_ERR_OOM, "out of memory");
                     return BulkInto::failed;
                 }
+                std::memcpy(to, head + buffered, have - buffered);  // room >= read_room, above 32
+                reader_grew(r, have - buffered);
                 return BulkInto::not_taken;
             }
             continue;

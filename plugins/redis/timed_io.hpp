@@ -95,16 +95,28 @@ struct Received {
 };
 Received receive_in_place(redisContext *c, StallClock &clock, const std::atomic<bool> *stop = nullptr);
 
-// receive_in_place's two steps on hiredis' reader (tests/fuzz holds them to
+// receive_in_place's steps on hiredis' reader (tests/fuzz holds them to
 // hiredis' own parse). take_bulk: a bulk string the reader holds whole, or
 // nil, between replies, the reader moved past it; anything else (another
 // type, a reply not all here yet, a length that is not plain digits) is
-// left to hiredis, which reports what is wrong. empty_reader: a reader
-// whose bytes are all consumed, between replies, left between replies,
-// its buffer emptied (kept allocated) once more than 1 KiB of it was
-// consumed, as hiredis itself would.
+// left to hiredis, which reports what is wrong. bulk_pending: the reader's
+// unread bytes, between replies, are the beginning of what take_bulk will
+// take once more bytes arrive (a bulk string of at most in_place_max
+// bytes, or nil), so more are read before hiredis begins a reply: through
+// hiredis, a value that straddled two reads was copied into a reply object
+// and every byte read after it moved to the buffer's front.
+// reader_room / reader_grew: a read straight into the reader's buffer (no
+// copy through a buffer of the caller's and redisReaderFeed): room drops
+// the consumed bytes first (moving only the unread ones, at most a reply
+// begun) and keeps at least read_room bytes free; grew counts n bytes read
+// into it. The buffer stays allocated with the connection (about 1 MiB).
+constexpr size_t in_place_max = 512 << 10;
+constexpr size_t read_room = 512 << 10;
 std::optional<Bulk> take_bulk(redisReader *r);
-void empty_reader(redisReader *r);
+bool bulk_pending(const redisReader *r);
+// Where to read into, and how many bytes fit; null when out of memory.
+char *reader_room(redisReader *r, size_t &room);
+void reader_grew(redisReader *r, size_t n);
 
 // The next reply on c read straight into the caller's memory, when it is a
 // bulk string of exactly the sum of into's lengths: the bytes hiredis'

@@ -1,10 +1,10 @@
 // The Redis driver's replies taken in place (plugins/redis/timed_io.hpp,
-// take_bulk and empty_reader, as receive_in_place steps them) against
-// hiredis' reader alone: for any bytes a server (or anything posing as
-// one) sends, cut into reads anywhere, the driver sees the same replies in
-// the same order, a bulk string's bytes exactly, and a stream hiredis
-// refuses is refused at the same reply. The first input byte seeds where
-// the reads are cut.
+// take_bulk, bulk_pending, reader_room and reader_grew, as receive_in_place
+// steps them) against hiredis' reader alone: for any bytes a server (or
+// anything posing as one) sends, cut into reads anywhere, the driver sees
+// the same replies in the same order, a bulk string's bytes exactly, and a
+// stream hiredis refuses is refused at the same reply. The first input
+// byte seeds where the reads are cut.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -64,10 +64,11 @@ std::vector<std::string> hiredis_alone(const char *stream, size_t n)
 }
 
 // The same stream in reads of 1 to 96 bytes, and one in four up to 64 KiB
-// (the driver reads up to 1 MiB: many whole values at once, the reader far
-// past 1 KiB before it is compacted), stepped as receive_in_place steps it:
-// a bulk string held whole taken where it lies, anything else through
-// hiredis, the reader emptied before each read.
+// (the driver reads up to the reader's free room, 512 KiB or more: many
+// whole values at once), stepped as receive_in_place steps it: a bulk
+// string held whole taken where it lies, one begun read on before hiredis
+// sees it, anything else through hiredis, each read straight into the
+// reader's buffer.
 std::vector<std::string> in_place(const char *stream, size_t n, uint8_t seed)
 {
     std::vector<std::string> replies;
@@ -87,7 +88,8 @@ std::vector<std::string> in_place(const char *stream, size_t n, uint8_t seed)
                               std::string(v) + ";");
             continue;
         }
-        if (r->pos < r->len || r->ridx != -1) {
+        const bool unread = r->pos < r->len || r->ridx != -1;
+        if (unread && !bulk_pending(r.get())) {
             void *raw = nullptr;
             if (redisReaderGetReply(r.get(), &raw) != REDIS_OK) {
                 replies.push_back("refused");
@@ -101,11 +103,14 @@ std::vector<std::string> in_place(const char *stream, size_t n, uint8_t seed)
                 continue;
             }
         }
-        empty_reader(r.get());
         if (fed == n) break;
         state ^= state << 13, state ^= state >> 17, state ^= state << 5;
-        const size_t cut = std::min<size_t>(n - fed, 1 + state % (state % 4 == 0 ? 65536 : 96));
-        redisReaderFeed(r.get(), stream + fed, cut);
+        size_t room = 0;
+        char *into = reader_room(r.get(), room);
+        if (!into || r->pos != 0) __builtin_trap();  // the consumed bytes dropped first
+        const size_t cut = std::min<size_t>({n - fed, room, 1 + state % (state % 4 == 0 ? 65536 : 96)});
+        std::memcpy(into, stream + fed, cut);
+        reader_grew(r.get(), cut);
         fed += cut;
     }
     return replies;
