@@ -188,7 +188,8 @@ std::unique_ptr<FileDriver> FileDriver::open(const kvblob_open_args_t &args, kvb
     if (!S_ISDIR(st.st_mode)) throw support::OptionError("option 'root': " + s.root + " is not a directory");
     if (::access(s.root.c_str(), W_OK | X_OK) != 0)
         throw support::OptionError("option 'root': " + errno_text("access", s.root, errno));
-    // A put publishes its file by descriptor, through /proc (reservation.cpp).
+    // A put publishes its file by descriptor: through /proc where linkat
+    // may not take the descriptor itself (link_open_file, posix_io.hpp).
     if (::access("/proc/self/fd", X_OK) != 0)
         throw support::OpenError(KVBLOB_E_UNSUPPORTED,
                                  "the file driver needs /proc/self/fd to publish objects: " +
@@ -202,6 +203,7 @@ std::unique_ptr<FileDriver> FileDriver::open(const kvblob_open_args_t &args, kvb
     if (fanout < 0 || fanout > 4) throw support::OptionError("option 'fanout' must be between 0 and 4");
     s.fanout = static_cast<unsigned>(fanout);
     s.reservation_expiry = std::chrono::milliseconds(support::positive(o, "reservation_expiry_ms"));
+    s.close_reports = close_may_report(s.root);
     const unsigned workers = support::worker_count(o);
     caps.flags = KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
     if (support::cuda_device_present()) caps.flags |= KVBLOB_CAP_DEVICE_MEMORY;  // staged, see has_device_span
@@ -376,7 +378,7 @@ int FileDriver::make_durable(StagedPut &put)
     const int fd = put.reservation.fd();
     if (settings_.sync == Sync::data && ::fdatasync(fd) != 0) return errno;
     if (settings_.sync == Sync::full && ::fsync(fd) != 0) return errno;
-    return put.reservation.flush();
+    return settings_.close_reports ? put.reservation.flush() : 0;
 }
 
 FileDriver::Outcome FileDriver::not_durable(const StagedPut &put, int err)

@@ -38,6 +38,7 @@ struct Settings {
     unsigned fanout = 2;
     std::chrono::milliseconds reservation_expiry{30000};
     bool waiter_runs = true;  // where sync is none and not direct
+    bool close_reports = true;  // close_may_report(root): a put's flush by close is worth its two calls
 };
 
 class FileDriver : public support::QueuedDriver {

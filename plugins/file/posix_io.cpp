@@ -1,10 +1,54 @@
 #include "posix_io.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 
+#include <atomic>
+#include <cerrno>
 #include <climits>
+#include <cstdio>
 
 namespace kvblob::file {
+
+bool close_may_report_on(long filesystem_type)
+{
+    switch (filesystem_type) {
+    case EXT4_SUPER_MAGIC:  // also ext2 and ext3
+    case XFS_SUPER_MAGIC:
+    case TMPFS_MAGIC: return false;
+    default: return true;
+    }
+}
+
+bool close_may_report(const std::string &path)
+{
+    struct statfs fs {};
+    return ::statfs(path.c_str(), &fs) != 0 || close_may_report_on(static_cast<long>(fs.f_type));
+}
+
+int link_open_file(int fd, const std::string &to, LinkBy by)
+{
+    if (by == LinkBy::descriptor) return ::linkat(fd, "", AT_FDCWD, to.c_str(), AT_EMPTY_PATH) == 0 ? 0 : errno;
+    char self[64];
+    std::snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    return ::linkat(AT_FDCWD, self, AT_FDCWD, to.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+}
+
+int link_open_file(int fd, const std::string &to)
+{
+    static std::atomic<bool> descriptor_refused{false};
+    if (!descriptor_refused.load(std::memory_order_relaxed)) {
+        const int err = link_open_file(fd, to, LinkBy::descriptor);
+        // Refused (ENOENT, or EPERM/EINVAL from a kernel or filter that
+        // does not take it), or a file without a name: /proc tells which.
+        if (err != ENOENT && err != EPERM && err != EINVAL) return err;
+        const int again = link_open_file(fd, to, LinkBy::proc_path);
+        if (again == 0) descriptor_refused.store(true, std::memory_order_relaxed);
+        return again;
+    }
+    return link_open_file(fd, to, LinkBy::proc_path);
+}
 
 namespace {
 

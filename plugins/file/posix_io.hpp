@@ -56,6 +56,27 @@ inline std::string errno_text(const char *what, const std::string &path, int err
 // Whether err means the filesystem or the quota is full (R-ROW-2 DECLINED).
 inline bool is_no_space(int err) { return err == ENOSPC || err == EDQUOT; }
 
+// Whether close() may report, on the filesystem path lies on, an error the
+// writes did not: NFS, SMB, FUSE and other shared filesystems write back at
+// close and report there. The local ones named in posix_io.cpp (ext2-4,
+// XFS, tmpfs) have no close-time step at all (no flush in their file
+// operations): a close there releases the file and says nothing. Any other
+// filesystem, or one statfs cannot name, is taken to report.
+bool close_may_report(const std::string &path);
+bool close_may_report_on(long filesystem_type);
+
+// Gives the file open as fd the name to, never replacing a file there: 0
+// or an errno (EEXIST: to exists; ENOENT: the file has no name left to
+// link from, or the way was refused). By descriptor (linkat AT_EMPTY_PATH)
+// where the kernel lets this process (before Linux 6.10 only with
+// CAP_DAC_READ_SEARCH), else through /proc/self/fd/N, which needs neither
+// but walks /proc: 1.5-2 us more a link on the machine of
+// docs/performance.md's "File driver" figures. The first way is tried until
+// it is seen refused where the second is not.
+enum class LinkBy { descriptor, proc_path };
+int link_open_file(int fd, const std::string &to, LinkBy by);
+int link_open_file(int fd, const std::string &to);
+
 // Opens path (O_CLOEXEC added), with O_DIRECT when direct and the
 // filesystem allows it (tmpfs, for one, refuses it with EINVAL), buffered
 // otherwise; a descriptor or -1 with errno set.

@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 
 namespace kvblob::file {
 
@@ -179,13 +178,18 @@ Reservation::Publish Reservation::publish(const std::string &object, uint64_t by
     // The file behind our descriptor, not whatever the claim's name holds
     // by now. A file whose last name was removed cannot be linked (ENOENT):
     // the claim was broken after the look above.
-    char self[64];
-    std::snprintf(self, sizeof self, "/proc/self/fd/%d", fd_.get());
-    if (::linkat(AT_FDCWD, self, AT_FDCWD, object.c_str(), AT_SYMLINK_FOLLOW) == 0) {
-        published_ = true;
+    err = link_open_file(fd_.get(), object);
+    if (err == 0) {
+        // The claim's name goes, on the look above: it named our file then.
+        // Should a breaker have removed it since and another writer claimed
+        // the key, that claim goes instead, and its writer finds its file
+        // without a name (NOT_READY) or the object (READY): no harm, and no
+        // second look on every put (a look would narrow that moment, not
+        // close it).
+        ::unlink(path_.c_str());
+        path_.clear();
         return Publish::published;
     }
-    err = errno;
     if (err == EEXIST) return Publish::exists;
     if (err == ENOENT) return Publish::lost;
     return Publish::failed;
@@ -193,25 +197,17 @@ Reservation::Publish Reservation::publish(const std::string &object, uint64_t by
 
 Reservation::~Reservation()
 {
-    // Our claim only, while the file is still open (its inode not reused).
-    if (!path_.empty()) {
-        struct stat st {};
-        if (published_) {
-            // A plain unlink after the look: the name is ours only while it
-            // names our file (a breaker may have removed it, and another
-            // writer claimed it since). Should a claim made in between be
-            // removed instead, its writer finds the object (READY) or its
-            // file gone (NOT_READY): no harm, one rename less on every put.
-            if (::lstat(path_.c_str(), &st) == 0 && id_of(st) == id_) ::unlink(path_.c_str());
-        } else if (::fstat(fd_.get(), &st) != 0 || st.st_nlink > 0) {
-            // Still named (else a breaker removed it, and the name may be
-            // another writer's claim now). Marked first: should the claim
-            // stand aside in a breaker's hands now, that breaker finds the
-            // mark once it puts it back.
-            const timespec epoch[2] = {{0, 0}, {0, 0}};
-            ::futimens(fd_.get(), epoch);
-            remove_if_same(path_, id_);
-        }
+    // Our claim only, not published, while the file is still open (its
+    // inode not reused).
+    struct stat st {};
+    if (!path_.empty() && (::fstat(fd_.get(), &st) != 0 || st.st_nlink > 0)) {
+        // Still named (else a breaker removed it, and the name may be
+        // another writer's claim now). Marked first: should the claim stand
+        // aside in a breaker's hands now, that breaker finds the mark once
+        // it puts it back.
+        const timespec epoch[2] = {{0, 0}, {0, 0}};
+        ::futimens(fd_.get(), epoch);
+        remove_if_same(path_, id_);
     }
     fd_.reset();
 }

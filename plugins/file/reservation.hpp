@@ -57,8 +57,7 @@ public:
                              std::chrono::milliseconds expiry, Outcome &outcome, std::string &error);
 
     Reservation() = default;
-    Reservation(Reservation &&o) noexcept
-        : path_(std::move(o.path_)), fd_(std::move(o.fd_)), id_(o.id_), published_(o.published_)
+    Reservation(Reservation &&o) noexcept : path_(std::move(o.path_)), fd_(std::move(o.fd_)), id_(o.id_)
     {
         o.path_.clear();
     }
@@ -70,9 +69,11 @@ public:
     const std::string &path() const { return path_; }
     // Reports what a shared filesystem may report only at close (by
     // closing a duplicate: the file stays open for publish); 0 or an errno.
+    // Only worth its two calls where close_may_report (posix_io.hpp).
     int flush();
     // Publishes the claimed file as object if it holds exactly bytes and
-    // the claim is still this writer's. err is set with failed.
+    // the claim is still this writer's, and then drops the claim's name.
+    // err is set with failed.
     Publish publish(const std::string &object, uint64_t bytes, int &err);
 
     // Writes a claim as another process would (the scenario hook).
@@ -80,10 +81,9 @@ public:
 
 private:
     Reservation(std::string path, UniqueFd fd, FileId id) : path_(std::move(path)), fd_(std::move(fd)), id_(id) {}
-    std::string path_;
+    std::string path_;  // empty once published (or moved from): no claim left to drop
     UniqueFd fd_;  // open until the claim is gone: the inode cannot be reused meanwhile
     FileId id_;
-    bool published_ = false;  // the object is a second name of our file
 };
 
 }  // namespace kvblob::file

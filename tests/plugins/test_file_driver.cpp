@@ -4,8 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "file/posix_io.hpp"
 #include "plugins/driver_harness.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -305,4 +308,68 @@ TEST_CASE("file driver: a root that is missing or not a directory is refused, na
         }
         CHECK(what.find("option 'root'") != std::string::npos);
     }
+}
+
+TEST_CASE("file driver: a put closes a duplicate to hear a late write error only where close may report one")
+{
+    using kvblob::file::close_may_report;
+    using kvblob::file::close_may_report_on;
+    // Local filesystems without a close-time step: no flush by close.
+    CHECK_FALSE(close_may_report_on(EXT4_SUPER_MAGIC));
+    CHECK_FALSE(close_may_report_on(XFS_SUPER_MAGIC));
+    CHECK_FALSE(close_may_report_on(TMPFS_MAGIC));
+    // Shared and user-space ones write back at close, and any other is
+    // taken to: the flush stays.
+    CHECK(close_may_report_on(NFS_SUPER_MAGIC));
+    CHECK(close_may_report_on(SMB2_SUPER_MAGIC));
+    CHECK(close_may_report_on(0x65735546));  // FUSE
+    CHECK(close_may_report_on(OVERLAYFS_SUPER_MAGIC));
+    CHECK(close_may_report_on(0));
+    // By path: one statfs cannot look at reports; the test's own root
+    // answers as its filesystem's type does.
+    TempDir root("kvblob-file-close");
+    CHECK(close_may_report(root.path() + "/no-such-dir"));
+    struct statfs fs {};
+    REQUIRE(::statfs(root.path().c_str(), &fs) == 0);
+    CHECK(close_may_report(root.path()) == close_may_report_on(static_cast<long>(fs.f_type)));
+}
+
+TEST_CASE("file driver: an open file is linked by descriptor or through /proc, never over a name, never once nameless")
+{
+    using kvblob::file::link_open_file;
+    using kvblob::file::LinkBy;
+    TempDir root("kvblob-file-link");
+    const std::string claim = root.path() + "/claim", object = root.path() + "/object";
+    kvblob::file::UniqueFd fd(::open(claim.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    REQUIRE(fd);
+    REQUIRE(::write(fd.get(), "bytes", 5) == 5);
+    for (const auto by : {LinkBy::descriptor, LinkBy::proc_path}) {
+        CAPTURE(by == LinkBy::descriptor);
+        const int err = link_open_file(fd.get(), object, by);
+        // Linking by descriptor needs CAP_DAC_READ_SEARCH before Linux
+        // 6.10: a refusal is ENOENT, and the chooser goes through /proc.
+        if (by == LinkBy::descriptor && err == ENOENT) {
+            MESSAGE("linkat AT_EMPTY_PATH refused to this process: the /proc way alone is checked");
+            continue;
+        }
+        REQUIRE(err == 0);
+        struct stat a {}, b {};
+        REQUIRE(::stat(object.c_str(), &a) == 0);
+        REQUIRE(::fstat(fd.get(), &b) == 0);
+        CHECK(a.st_ino == b.st_ino);
+        CHECK(a.st_size == 5);
+        CHECK(link_open_file(fd.get(), object, by) == EEXIST);  // never replaces
+        REQUIRE(::unlink(object.c_str()) == 0);
+    }
+    CHECK(link_open_file(fd.get(), object) == 0);  // whichever way this process may
+    CHECK(link_open_file(fd.get(), object) == EEXIST);
+    REQUIRE(::unlink(object.c_str()) == 0);
+    // A file whose names are all gone (a claim broken by another writer)
+    // cannot be given one again, either way.
+    REQUIRE(::unlink(claim.c_str()) == 0);
+    CHECK(link_open_file(fd.get(), object, LinkBy::descriptor) == ENOENT);
+    CHECK(link_open_file(fd.get(), object, LinkBy::proc_path) == ENOENT);
+    CHECK(link_open_file(fd.get(), object) == ENOENT);
+    struct stat none {};
+    CHECK(::stat(object.c_str(), &none) != 0);
 }
