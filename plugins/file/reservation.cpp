@@ -112,17 +112,9 @@ Reservation Reservation::claim(const std::string &root, const ObjectPaths &paths
     for (int attempt = 0; attempt < 3; ++attempt) {
         int err = 0;
         UniqueFd fd = create_exclusive(root, paths, name, direct, err);
-        struct stat st {};
         if (fd) {
-            if (::fstat(fd.get(), &st) != 0) {
-                err = errno;
-                ::unlink(name.c_str());  // just created, and no one breaks a fresh claim
-                outcome = Outcome::failed;
-                error = errno_text("stat", name, err);
-                return {};
-            }
             outcome = Outcome::owned;
-            return Reservation(name, std::move(fd), id_of(st));
+            return Reservation(name, std::move(fd));
         }
         if (err != EEXIST) {
             outcome = is_no_space(err) ? Outcome::no_space : Outcome::failed;
@@ -131,6 +123,7 @@ Reservation Reservation::claim(const std::string &root, const ObjectPaths &paths
         }
         // Judge the claim there by what the open file says, and break that
         // file only: held open, its identity stays its own.
+        struct stat st {};
         UniqueFd held(::open(name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
         if (!held && errno == ENOENT) continue;  // released meanwhile
         if (!held || ::fstat(held.get(), &st) != 0) {
@@ -174,7 +167,7 @@ Reservation::Publish Reservation::publish(const std::string &object, uint64_t by
     // turn. No file there may be a breaker's look at it (remove_if_same):
     // our whole file is still fine to publish.
     struct stat now {};
-    if (st.st_nlink == 0 || (::lstat(path_.c_str(), &now) == 0 && !(id_of(now) == id_))) return Publish::lost;
+    if (st.st_nlink == 0 || (::lstat(path_.c_str(), &now) == 0 && !(id_of(now) == id_of(st)))) return Publish::lost;
     // The file behind our descriptor, not whatever the claim's name holds
     // by now. A file whose last name was removed cannot be linked (ENOENT):
     // the claim was broken after the look above.
@@ -198,16 +191,17 @@ Reservation::Publish Reservation::publish(const std::string &object, uint64_t by
 Reservation::~Reservation()
 {
     // Our claim only, not published, while the file is still open (its
-    // inode not reused).
+    // inode not reused). A file fstat cannot look at (never seen) is not
+    // told apart from another writer's: its claim is left to expire.
     struct stat st {};
-    if (!path_.empty() && (::fstat(fd_.get(), &st) != 0 || st.st_nlink > 0)) {
+    if (!path_.empty() && ::fstat(fd_.get(), &st) == 0 && st.st_nlink > 0) {
         // Still named (else a breaker removed it, and the name may be
         // another writer's claim now). Marked first: should the claim stand
         // aside in a breaker's hands now, that breaker finds the mark once
         // it puts it back.
         const timespec epoch[2] = {{0, 0}, {0, 0}};
         ::futimens(fd_.get(), epoch);
-        remove_if_same(path_, id_);
+        remove_if_same(path_, id_of(st));
     }
     fd_.reset();
 }

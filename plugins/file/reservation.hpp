@@ -57,7 +57,7 @@ public:
                              std::chrono::milliseconds expiry, Outcome &outcome, std::string &error);
 
     Reservation() = default;
-    Reservation(Reservation &&o) noexcept : path_(std::move(o.path_)), fd_(std::move(o.fd_)), id_(o.id_)
+    Reservation(Reservation &&o) noexcept : path_(std::move(o.path_)), fd_(std::move(o.fd_))
     {
         o.path_.clear();
     }
@@ -80,10 +80,11 @@ public:
     static bool plant(const std::string &root, const ObjectPaths &paths);
 
 private:
-    Reservation(std::string path, UniqueFd fd, FileId id) : path_(std::move(path)), fd_(std::move(fd)), id_(id) {}
+    Reservation(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
     std::string path_;  // empty once published (or moved from): no claim left to drop
-    UniqueFd fd_;  // open until the claim is gone: the inode cannot be reused meanwhile
-    FileId id_;
+    // Open until the claim is gone: the inode cannot be reused meanwhile,
+    // and an fstat of it tells the claim's identity whenever it is needed.
+    UniqueFd fd_;
 };
 
 }  // namespace kvblob::file

@@ -14,10 +14,12 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "file/layout.hpp"
+#include "file/reservation.hpp"
 #include "plugins/driver_harness.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -210,4 +212,39 @@ TEST_CASE("file claims: a claim that expires mid-put loses its key safely, never
     CHECK(t.published == t.keys_ready);
     // The case is staged for real: some writer did lose its claim.
     CHECK(t.lost > 0);
+}
+
+TEST_CASE("file claims: a writer whose claim's name now holds another writer's claim publishes nothing, and leaves it")
+{
+    // The moment a breaker stands a stale claim aside and another writer
+    // claims the key, staged by hand in one process: the first writer's
+    // file is whole and still named (aside), so only its look at the
+    // claim's name tells it the key is no longer its own.
+    using kvblob::file::Reservation;
+    TempDir root("kvblob-file-lost");
+    const auto p = kvblob::file::paths_for(root.path(), 2, "a key");
+    Reservation::Outcome outcome{};
+    std::string error;
+    std::optional<Reservation> first(
+        Reservation::claim(root.path(), p, false, std::chrono::seconds(30), outcome, error));
+    REQUIRE(outcome == Reservation::Outcome::owned);
+    REQUIRE(::pwrite(first->fd(), "12345678", 8, 0) == 8);
+    const std::string aside = p.reservation() + ".stale.test";
+    REQUIRE(::rename(p.reservation().c_str(), aside.c_str()) == 0);
+    Reservation second = Reservation::claim(root.path(), p, false, std::chrono::seconds(30), outcome, error);
+    REQUIRE(outcome == Reservation::Outcome::owned);
+
+    int err = 0;
+    CHECK(first->publish(p.object, 8, err) == Reservation::Publish::lost);
+    struct stat st {};
+    CHECK(::stat(p.object.c_str(), &st) != 0);  // nothing published
+    first.reset();  // gives up its claim: the name is the second writer's
+    REQUIRE(::stat(p.reservation().c_str(), &st) == 0);
+    struct stat mine {};
+    REQUIRE(::fstat(second.fd(), &mine) == 0);
+    CHECK(st.st_ino == mine.st_ino);
+    CHECK(second.publish(p.object, 0, err) == Reservation::Publish::published);
+    CHECK(::stat(p.object.c_str(), &st) == 0);
+    CHECK(::stat(p.reservation().c_str(), &st) != 0);  // published: the claim's name is gone
+    ::unlink(aside.c_str());
 }
