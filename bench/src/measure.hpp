@@ -97,15 +97,17 @@ bool watch_for(std::chrono::microseconds span, Done done)
 // How a lane waits for work another thread does (kvblob-bench --wait).
 enum class WaitStyle {
     // As an engine that blocks on its operation: the driver lane calls
-    // Operation::wait, which watches for host_watch and then sleeps until
-    // the driver announces it; a baseline that hands its call to a thread
-    // of its own watches as long, then sleeps until the call ends.
+    // Operation::wait, which watches for host_watch (less for a driver
+    // whose waits have lately lasted more than two watches) and then sleeps
+    // until the driver announces it; a baseline that hands its call to a
+    // thread of its own watches for host_watch, then sleeps until the call
+    // ends.
     host,
     // Watching on the waiting thread, never asleep (watch_until): what a
     // lane costs with a core of its own to spend.
     watch,
 };
-// How long Operation::wait watches before it sleeps
+// How long Operation::wait watches before it sleeps, at most
 // (watch_before_sleep, host/src/guarding/watch.hpp).
 inline constexpr std::chrono::microseconds host_watch{200};
 

@@ -701,19 +701,24 @@ bool Operation::wait(std::chrono::milliseconds timeout) const
     // that ran the rows itself): answered before the clock is read. Each
     // read is a call of its own, and a settled wait was mostly clock.
     if (settled()) return true;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + timeout;
     if (core.notifies()) {
         // Every operation of the driver announces through one generation:
         // the watch is the wait's, once, and a round woken by another
         // operation's announcement sleeps again at once. Watching per round
         // kept every waiter spinning whenever announcements came more often
-        // than the watch lasts.
-        const auto watch_end = std::chrono::steady_clock::now() + watch_before_sleep;
+        // than the watch lasts. Its length follows the driver's recent
+        // waits (WaitHistory, watch.hpp).
+        const auto watch_end = start + core.waits().next_watch();
         // The generation is read before the state is asked, so an
         // announcement between the two still wakes the wait below.
         for (;;) {
             const uint64_t seen = core.notifier().current();
-            if (settled()) return true;
+            if (settled()) {
+                core.waits().record(std::chrono::steady_clock::now() - start);
+                return true;
+            }
             if (std::chrono::steady_clock::now() >= deadline) return false;
             core.notifier().wait_past(seen, deadline, watch_end);
         }

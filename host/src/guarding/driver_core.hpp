@@ -10,6 +10,7 @@
 #include <kvblob/kvblob.h>
 
 #include "notifier.hpp"
+#include "watch.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -67,6 +68,7 @@ public:
         LogSink sink;
         NotifySink observer;  // sees each announcement first; may be empty
         Notifier notifier;  // what the driver's notify (ABI 1.1) reaches
+        WaitHistory waits;  // how long Operation::wait has waited lately
         kvblob_host_services_t table{};
     };
     const kvblob_host_services_t *services() const { return &services_->table; }
@@ -74,6 +76,7 @@ public:
     // waiting needs no polling.
     bool notifies() const { return (caps.flags & KVBLOB_CAP_NOTIFY) != 0; }
     Notifier &notifier() { return services_->notifier; }
+    WaitHistory &waits() { return services_->waits; }
 
     std::shared_ptr<Library> library;
     const kvblob_plugin_t *table;

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -24,6 +26,43 @@ namespace kvblob {
 // gives its core to the worker, the server and the rest of the machine.
 // kvblob-bench's driver lane mirrors it (bench/src/measure.hpp, host_watch).
 inline constexpr std::chrono::microseconds watch_before_sleep{200};
+
+// How long a driver's waits have lasted lately, so that a wait watches only
+// where watching may pay. A wait that outlasts its watch has spent it for
+// nothing: it sleeps and is woken all the same. Where a driver's operations
+// take several watches (a Redis batch of 32 rows of 16 KiB: 500-700 us
+// here), each wait held a core for 200 us that the worker, the store and
+// the rest of the machine wanted: alternated, a watch of 20 us took such
+// gets from 0.54-0.80 of raw hiredis to 0.90-1.21 (docs/performance.md,
+// "The wait watches only where it pays"). So a driver whose typical wait
+// lasts more than twice the watch gets a short one (it still catches an
+// operation that ends at once); one whose waits end within it keeps it
+// whole. The typical wait is a running mean (1/8 the newest), shared by the
+// driver's waiters; a lost update among racing waiters loses one sample.
+// Only the watch's length follows it: every wait still sleeps until the
+// driver announces (or its deadline).
+class WaitHistory {
+public:
+    static constexpr std::chrono::microseconds short_watch{20};
+
+    std::chrono::microseconds next_watch() const noexcept
+    {
+        return typical_ns_.load(std::memory_order_relaxed) > 2 * watch_ns ? short_watch : watch_before_sleep;
+    }
+    // A wait that ended settled after waited (not one answered at once).
+    void record(std::chrono::nanoseconds waited) noexcept
+    {
+        const int64_t was = typical_ns_.load(std::memory_order_relaxed);
+        // Capped, so that it takes three to five long waits in a row, not
+        // one stall, to shorten the watch.
+        const int64_t now = std::min<int64_t>(waited.count(), 4 * watch_ns);
+        typical_ns_.store(was + (now - was) / 8, std::memory_order_relaxed);
+    }
+
+private:
+    static constexpr int64_t watch_ns = std::chrono::nanoseconds(watch_before_sleep).count();
+    std::atomic<int64_t> typical_ns_{0};
+};
 
 // Tells the core this is a wait loop: on x86 it gives the pipeline to a
 // sibling hyperthread and saves power, without leaving the thread.
