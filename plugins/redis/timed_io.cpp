@@ -169,45 +169,60 @@ bool send_all(redisContext *c, std::vector<iovec> bytes, StallClock &clock, cons
     return true;
 }
 
-std::optional<Bulk> take_bulk(redisReader *r)
+namespace {
+
+// What begins at the reader's position, between replies: nil, a bulk
+// string held whole (its length and where its value lies), the beginning
+// of either not all read yet (a bulk string's only while its length is at
+// most max_cut), or anything else. One parse for take_bulk and
+// bulk_pending, so that the two agree on every byte.
+struct BulkHead {
+    enum { nil, whole, cut_short, other } at = other;
+    size_t length = 0;
+    const char *value = nullptr;
+};
+
+BulkHead read_bulk_head(const redisReader *r, size_t max_cut)
 {
-    if (r->err || r->ridx != -1 || r->pos >= r->len || r->buf[r->pos] != '$') return std::nullopt;
+    if (r->err || r->ridx != -1 || r->pos >= r->len || r->buf[r->pos] != '$') return {};
     const char *at = r->buf + r->pos + 1, *end = r->buf + r->len;
-    if (end - at >= 4 && std::memcmp(at, "-1\r\n", 4) == 0) {  // nil: a get's MISS
-        r->pos += 5;
-        return Bulk{{}, true};
+    const auto here = static_cast<size_t>(end - at);
+    if (here > 0 && *at == '-') {  // nil: a get's MISS
+        if (std::memcmp(at, "-1\r\n", std::min<size_t>(here, 4)) != 0) return {};
+        return {here >= 4 ? BulkHead::nil : BulkHead::cut_short};
     }
     size_t length = 0;
     int digits = 0;
     for (; at < end && *at >= '0' && *at <= '9' && digits < 18; ++at, ++digits) length = length * 10 + (*at - '0');
     // Only a length as hiredis reads one: no sign, no leading zero.
-    if (digits == 0 || (digits > 1 && r->buf[r->pos + 1] == '0')) return std::nullopt;
-    if (end - at < 2 || at[0] != '\r' || at[1] != '\n') return std::nullopt;
+    if (digits > 1 && r->buf[r->pos + 1] == '0') return {};
+    const BulkHead cut{length <= max_cut ? BulkHead::cut_short : BulkHead::other};
+    if (at == end) return cut;  // the length, cut short
+    if (digits == 0 || *at != '\r') return {};
+    if (end - at == 1) return cut;  // the CR of the length's CRLF
+    if (at[1] != '\n') return {};
     const char *value = at + 2;
-    if (static_cast<size_t>(end - value) < length + 2 || value[length] != '\r' || value[length + 1] != '\n')
-        return std::nullopt;
-    r->pos = static_cast<size_t>(value + length + 2 - r->buf);
-    return Bulk{std::string_view(value, length)};
+    // The value and its CRLF not all here yet: hiredis would wait for them too.
+    if (static_cast<size_t>(end - value) < length + 2) return cut;
+    if (value[length] != '\r' || value[length + 1] != '\n') return {};
+    return {BulkHead::whole, length, value};
 }
 
-bool bulk_pending(const redisReader *r)
+}  // namespace
+
+std::optional<Bulk> take_bulk(redisReader *r)
 {
-    if (r->err || r->ridx != -1 || r->pos >= r->len || r->buf[r->pos] != '$') return false;
-    const char *at = r->buf + r->pos + 1, *end = r->buf + r->len;
-    const auto here = static_cast<size_t>(end - at);
-    if (here > 0 && *at == '-') return here < 4 && std::memcmp(at, "-1\r\n", here) == 0;  // nil, cut short
-    size_t length = 0;
-    int digits = 0;
-    for (; at < end && *at >= '0' && *at <= '9' && digits < 18; ++at, ++digits) length = length * 10 + (*at - '0');
-    if ((digits > 1 && r->buf[r->pos + 1] == '0') || length > in_place_max) return false;
-    if (at == end) return true;  // the length, cut short
-    if (digits == 0 || *at != '\r') return false;
-    if (end - at == 1) return true;  // the CR of the length's CRLF
-    if (at[1] != '\n') return false;
-    // The value and its CRLF not all here yet (hiredis would wait for them
-    // too); once they are, take_bulk has taken them or left them to hiredis.
-    return static_cast<size_t>(end - (at + 2)) < length + 2;
+    const BulkHead head = read_bulk_head(r, 0);
+    if (head.at == BulkHead::nil) {
+        r->pos += 5;
+        return Bulk{{}, true};
+    }
+    if (head.at != BulkHead::whole) return std::nullopt;
+    r->pos = static_cast<size_t>(head.value + head.length + 2 - r->buf);
+    return Bulk{std::string_view(head.value, head.length)};
 }
+
+bool bulk_pending(const redisReader *r) { return read_bulk_head(r, in_place_max).at == BulkHead::cut_short; }
 
 char *reader_room(redisReader *r, size_t &room)
 {
