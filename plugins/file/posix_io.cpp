@@ -40,9 +40,11 @@ int link_open_file(int fd, const std::string &to)
     static std::atomic<bool> descriptor_refused{false};
     if (!descriptor_refused.load(std::memory_order_relaxed)) {
         const int err = link_open_file(fd, to, LinkBy::descriptor);
-        // Refused (ENOENT, or EPERM/EINVAL from a kernel or filter that
-        // does not take it), or a file without a name: /proc tells which.
-        if (err != ENOENT && err != EPERM && err != EINVAL) return err;
+        // Refused (ENOENT without the capability; EPERM, EACCES, ENOSYS or
+        // EINVAL from a kernel, filter or security module that does not take
+        // it), or a failure /proc meets too (no name left, no space): /proc
+        // tells which. Only a name already there is an answer by itself.
+        if (err == 0 || err == EEXIST) return err;
         const int again = link_open_file(fd, to, LinkBy::proc_path);
         if (again == 0) descriptor_refused.store(true, std::memory_order_relaxed);
         return again;

@@ -72,7 +72,8 @@ bool close_may_report_on(long filesystem_type);
 // CAP_DAC_READ_SEARCH), else through /proc/self/fd/N, which needs neither
 // but walks /proc: 1.5-2 us more a link on the machine of
 // docs/performance.md's "File driver" figures. The first way is tried until
-// it is seen refused where the second is not.
+// it is seen refused where the second is not; any failure of it but EEXIST
+// is tried again the second way.
 enum class LinkBy { descriptor, proc_path };
 int link_open_file(int fd, const std::string &to, LinkBy by);
 int link_open_file(int fd, const std::string &to);
