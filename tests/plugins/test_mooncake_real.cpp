@@ -9,7 +9,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 
 #include "plugins/driver_harness.hpp"
 #include "support/process.hpp"
@@ -64,6 +67,32 @@ Batch keys_only(const std::string &prefix, uint64_t rows)
 // A buffer that lives for the process: an operation whose access is
 // unprovable pins its region, and the host must keep that memory (R-REG-2).
 Buffer &kept_buffer(DriverHarness &h, size_t size) { return *new Buffer(h.buffer(size)); }
+
+// Whether every thread of pid is stopped (state T in /proc/PID/task/*/stat).
+// kill(SIGSTOP) returns before they are: the thread the signal picks starts
+// the group stop only once it runs. On a loaded machine (the real-store
+// tests beside the ThreadSanitizer suite) the master answered the put's
+// first call (BatchPutStart) after kill returned, the bytes went over, and
+// only its last (BatchPutEnd) timed out; the master took it on resuming, and
+// 13 of the 16 rows were READY to the get below: a put that stored, not one
+// that failed.
+bool all_threads_stopped(pid_t pid)
+{
+    const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+    std::error_code ec;
+    bool any = false;
+    for (const auto &task : std::filesystem::directory_iterator(tasks, ec)) {
+        std::ifstream stat(task.path() / "stat");
+        std::string line;
+        if (!std::getline(stat, line)) continue;  // the thread ended
+        // "tid (comm) S ...": the state follows the last ')' (comm may hold one).
+        const auto close = line.rfind(')');
+        if (close == std::string::npos || close + 2 >= line.size()) return false;
+        if (line[close + 2] != 'T') return false;
+        any = true;
+    }
+    return any && !ec;
+}
 
 }  // namespace
 
@@ -141,7 +170,12 @@ TEST_CASE("mooncake real: a master stopped mid-batch gives FAULT rows, never REA
     REQUIRE(h.one(OpKind::put, "warm", {make_span(src.handle(), 0, size)}) == KVBLOB_ROW_READY);
 
     Batch puts = sliced_rows("s", src, rows, size);
+    CHECK_FALSE(all_threads_stopped(master));  // running: the look below can tell
     REQUIRE(::kill(master, SIGSTOP) == 0);
+    // The kernel's own word that the stop took: every thread in state T.
+    const auto stop_deadline = std::chrono::steady_clock::now() + 60s;
+    while (!all_threads_stopped(master) && std::chrono::steady_clock::now() < stop_deadline) std::this_thread::yield();
+    REQUIRE(all_threads_stopped(master));
     auto put = h.submit(OpKind::put, puts);
     const bool done = put.wait(60s);
     REQUIRE(::kill(master, SIGCONT) == 0);
@@ -157,7 +191,12 @@ TEST_CASE("mooncake real: a master stopped mid-batch gives FAULT rows, never REA
     auto &dst = kept_buffer(h, rows * size);
     Batch gets = sliced_rows("s", dst, rows, size);
     const auto got = h.run(OpKind::get, gets);
-    for (uint64_t r = 0; r < rows; ++r) CHECK(got[r].result != KVBLOB_ROW_READY);
+    for (uint64_t r = 0; r < rows; ++r) {
+        CHECK(got[r].result != KVBLOB_ROW_READY);
+        if (got[r].result == KVBLOB_ROW_READY)
+            MESSAGE("row " << r << " READY, bytes "
+                           << (std::memcmp(dst.bytes.data() + r * size, src.bytes.data() + r * size, size) == 0 ? "the put's" : "NOT the put's"));
+    }
     CHECK(h.one(OpKind::put, "after", {make_span(src.handle(), 0, size)}) == KVBLOB_ROW_READY);
     ::unsetenv("MC_RPC_TIMEOUT_MS");
 }
