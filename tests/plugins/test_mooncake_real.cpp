@@ -174,8 +174,10 @@ TEST_CASE("mooncake real: a master stopped mid-batch gives FAULT rows, never REA
     REQUIRE(::kill(master, SIGSTOP) == 0);
     // The kernel's own word that the stop took: every thread in state T.
     const auto stop_deadline = std::chrono::steady_clock::now() + 60s;
-    while (!all_threads_stopped(master) && std::chrono::steady_clock::now() < stop_deadline) std::this_thread::yield();
-    REQUIRE(all_threads_stopped(master));
+    bool stopped = false;
+    while (!(stopped = all_threads_stopped(master)) && std::chrono::steady_clock::now() < stop_deadline)
+        std::this_thread::yield();
+    REQUIRE(stopped);
     auto put = h.submit(OpKind::put, puts);
     const bool done = put.wait(60s);
     REQUIRE(::kill(master, SIGCONT) == 0);
