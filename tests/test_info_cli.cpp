@@ -1,6 +1,7 @@
 // kvblob-info as an operator meets it: exit codes and what it prints.
 #include <doctest/doctest.h>
 
+#include "kvblob/host/plugin.hpp"
 #include "support/process.hpp"
 
 namespace {
@@ -107,4 +108,13 @@ TEST_CASE("kvblob-info on an option the driver refuses lists the options it acce
     auto other = info(fixture("open_fails"));
     CHECK(other.exit_code == 3);
     CHECK(other.output.find("accepts") == std::string::npos);
+}
+
+TEST_CASE("kvblob-info with a password found inside the host's own marker answers, the password removed")
+{
+    // The connect error names localhost: the password "host" is in it, and
+    // in the marker that replaces it. Under timeout: a hang exits 124.
+    auto r = run_command(std::string("timeout 20 ") + KVBLOB_INFO_BIN + " redis -o url=redis://localhost:1 -o password=host");
+    CHECK_MESSAGE(r.exit_code == 3, r.output);
+    CHECK_MESSAGE(r.output.find(std::string("local") + kvblob::removed_secret) != std::string::npos, r.output);
 }

@@ -5,6 +5,7 @@
 #include <array>
 #include <cctype>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvblob/host/plugin.hpp"
@@ -87,14 +88,60 @@ std::vector<std::string> credentials_in(std::string_view value)
     return out;
 }
 
+namespace {
+
+// Marks in covered every byte of text inside an occurrence of secret,
+// overlapping occurrences included. Knuth-Morris-Pratt: linear in the text
+// and the secret whatever they hold (find() from each match compares the
+// secret again at every position, which for a long secret of one repeated
+// letter is quadratic).
+bool mark_occurrences(std::string_view text, std::string_view secret, std::vector<bool> &covered)
+{
+    std::vector<size_t> border(secret.size(), 0);  // longest proper border of secret[0..i]
+    for (size_t i = 1, k = 0; i < secret.size(); ++i) {
+        while (k > 0 && secret[i] != secret[k]) k = border[k - 1];
+        if (secret[i] == secret[k]) ++k;
+        border[i] = k;
+    }
+    bool any = false;
+    size_t marked_to = 0;  // matches come in order: mark only what the last left
+    for (size_t i = 0, k = 0; i < text.size(); ++i) {
+        while (k > 0 && text[i] != secret[k]) k = border[k - 1];
+        if (text[i] == secret[k]) ++k;
+        if (k == secret.size()) {
+            const size_t end = i + 1, begin = std::max(end - secret.size(), marked_to);
+            std::fill(covered.begin() + static_cast<std::ptrdiff_t>(begin),
+                      covered.begin() + static_cast<std::ptrdiff_t>(end), true);
+            marked_to = end;
+            any = true;
+            k = border[k - 1];
+        }
+    }
+    return any;
+}
+
+}  // namespace
+
 std::string without_secrets(std::string text, const std::vector<std::string> &secrets)
 {
-    for (const auto &secret : secrets) {
-        if (secret.size() < min_scrubbed_secret) continue;
-        for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 1))
-            text.replace(at, secret.size(), removed_secret);
+    // Every occurrence of every secret is found in the text as given, and
+    // the text is written once: replacing in place and searching on would
+    // search the marker too, and a secret inside it ("host", "ecre") would
+    // be replaced forever. Covered bytes, not spans, so secrets that overlap
+    // one another (or themselves, "aaaa" in "aaaaaa") become one marker.
+    std::vector<bool> covered(text.size(), false);
+    bool any = false;
+    for (const auto &secret : secrets)
+        if (secret.size() >= min_scrubbed_secret && secret.size() <= text.size())
+            any = mark_occurrences(text, secret, covered) || any;
+    if (!any) return text;
+    std::string out;
+    out.reserve(text.size());
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (!covered[i]) out += text[i];
+        else if (i == 0 || !covered[i - 1]) out += removed_secret;
     }
-    return text;
+    return out;
 }
 
 }  // namespace kvblob

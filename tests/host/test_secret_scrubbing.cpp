@@ -1,0 +1,104 @@
+// without_secrets: what a driver says, with the secrets it was given taken
+// out, in bounded time whatever the secret is. A secret found inside the
+// host's own marker ("host", "secret", "removed") once made the replacement
+// run forever, so each case runs in a child process under an alarm: a hang
+// is a failed case, not a hung suite.
+#include <doctest/doctest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvblob/host/plugin.hpp"
+
+namespace {
+
+// without_secrets(text, secrets) computed by a child given 10 s and 1 GiB;
+// nullopt when it did not answer within them.
+std::optional<std::string> scrubbed(const std::string &text, const std::vector<std::string> &secrets)
+{
+    int out[2];
+    REQUIRE(pipe(out) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(out[0]);
+        alarm(10);
+        const rlimit memory{1ul << 30, 1ul << 30};
+        setrlimit(RLIMIT_AS, &memory);
+        const std::string result = kvblob::without_secrets(text, secrets);
+        for (size_t done = 0; done < result.size();) {
+            const ssize_t n = write(out[1], result.data() + done, result.size() - done);
+            if (n <= 0) _exit(2);
+            done += static_cast<size_t>(n);
+        }
+        _exit(0);
+    }
+    close(out[1]);
+    std::string result;
+    char buf[4096];
+    for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) result.append(buf, static_cast<size_t>(n));
+    close(out[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+    return result;
+}
+
+const std::string marker = kvblob::removed_secret;
+
+}  // namespace
+
+TEST_CASE("secret scrubbing: a secret inside the host's marker ends, and is removed")
+{
+    for (const std::string secret : {"host", "secret", "removed", "ecre", "<secret", "by the host>", "d by"}) {
+        const auto out = scrubbed("cannot connect to " + secret + ":6379 (" + secret + ")", {secret});
+        REQUIRE_MESSAGE(out, "no answer within 10 s for the secret '" << secret << "'");
+        CHECK_MESSAGE(*out == "cannot connect to " + marker + ":6379 (" + marker + ")", secret);
+    }
+    // A driver that prints the marker itself: the secret in it goes too.
+    const auto echoed = scrubbed(marker, {"host"});
+    REQUIRE(echoed);
+    CHECK(echoed->find("<secret removed by the " + marker + ">") == 0);
+}
+
+TEST_CASE("secret scrubbing: overlapping and repeated secrets leave nothing of either")
+{
+    // Neither order nor length decides: both overlapping secrets go whole.
+    for (const std::vector<std::string> secrets : {std::vector<std::string>{"abcdef", "defghi"},
+                                                   std::vector<std::string>{"defghi", "abcdef"}}) {
+        const auto out = scrubbed("x abcdefghi y", secrets);
+        REQUIRE(out);
+        CHECK(*out == "x " + marker + " y");
+    }
+    // One secret inside another, the shorter given first.
+    const auto nested = scrubbed("[hunter2hunter]", {"hunter", "hunter2hunter"});
+    REQUIRE(nested);
+    CHECK(*nested == "[" + marker + "]");
+    // A secret that overlaps itself: one marker, nothing of it left.
+    const auto repeated = scrubbed("<aaaaaaaaa>", {"aaaa"});
+    REQUIRE(repeated);
+    CHECK(*repeated == "<" + marker + ">");
+    // Two occurrences apart stay two markers.
+    const auto apart = scrubbed("pass1 and pass1", {"pass1"});
+    REQUIRE(apart);
+    CHECK(*apart == marker + " and " + marker);
+}
+
+TEST_CASE("secret scrubbing: short secrets are left, and long texts end promptly")
+{
+    const auto short_secret = scrubbed("a b c", {"b"});
+    REQUIRE(short_secret);
+    CHECK(*short_secret == "a b c");
+    const auto none = scrubbed("nothing to hide", {});
+    REQUIRE(none);
+    CHECK(*none == "nothing to hide");
+    // A megabyte of one letter against a secret of half of it: one marker.
+    const std::string text(1 << 20, 'a');
+    const auto big = scrubbed(text, {std::string(1 << 19, 'a'), "aaaa", "host"});
+    REQUIRE(big);
+    CHECK(*big == marker);
+}
