@@ -74,6 +74,36 @@ std::string options_json(const std::vector<kvblob_option_desc_t> &opts)
     return out + "]";
 }
 
+// A Markdown table cell: '|' and line breaks would end the cell or the row.
+std::string markdown_cell(const std::string &text)
+{
+    std::string out;
+    for (char c : text) {
+        if (c == '|') out += "\\|";
+        else if (c == '\n') out += ' ';
+        else out += c;
+    }
+    return out;
+}
+
+// The options as a Markdown table, for a driver's page (docs/drivers/): the
+// driver's own descriptors, so a test can regenerate the page's table and
+// compare.
+void print_options_markdown(std::ostream &out, const kvblob::Plugin &plugin, const std::vector<kvblob_option_desc_t> &opts)
+{
+    out << "| option | type | default | what it sets |\n|---|---|---|---|\n";
+    for (const auto &o : opts) {
+        std::string type = option_type_name(o.type);
+        if (o.choices) type += std::string(": `") + o.choices + "`";
+        std::string value = o.default_value ? (*o.default_value ? std::string("`") + o.default_value + "`" : "(empty)")
+                                            : std::string("required");
+        if (plugin.secret_option(o.name)) type += ", secret";  // never printed by the tools
+        const std::string help = o.help ? o.help : "";
+        out << "| `" << o.name << "` | " << markdown_cell(type) << " | " << markdown_cell(value) << " | "
+            << markdown_cell(help) << " |\n";
+    }
+}
+
 // An option the driver refused (R-OPN-1): the refusal is the driver's, the
 // list of what it accepts is the plugin table's, which the host holds.
 bool refused_an_option(const kvblob::LoadError &e)
@@ -108,8 +138,11 @@ int main(int argc, char **argv)
     std::string spec;
     bool json = false;
     bool no_open = false;
+    bool markdown = false;
     app.add_option("plugin", spec, "Path to a plugin .so, or a driver name such as 'memory'")->required();
     app.add_flag("--json", json, "Print one JSON object instead of text");
+    app.add_flag("--markdown", markdown, "Print the options as a Markdown table (a driver's page in docs/drivers/)")
+        ->excludes("--json");
     app.add_flag("--no-open", no_open, "Validate the plugin without opening a driver (no capabilities)");
     kvblob::cli::PluginFlags flags;
     kvblob::cli::add_plugin_flags(app, flags);
@@ -132,6 +165,10 @@ int main(int argc, char **argv)
         }
         const auto &t = plugin.table();
         auto opts = plugin.options();
+        if (markdown) {
+            print_options_markdown(std::cout, plugin, opts);
+            return 0;
+        }
         if (json) {
             std::cout << "{\"loaded\":true,\"file\":" << kvblob::json_quote(plugin.path().string())
                       << ",\"name\":" << kvblob::json_quote(plugin.name())

@@ -71,7 +71,7 @@ bool close_may_report_on(long filesystem_type);
 // where the kernel lets this process (before Linux 6.10 only with
 // CAP_DAC_READ_SEARCH), else through /proc/self/fd/N, which needs neither
 // but walks /proc: 1.5-2 us more a link on the machine of
-// docs/performance.md's "File driver" figures. The first way is tried until
+// docs/notes/2026-12-04-performance-experiments.md's "File driver" figures. The first way is tried until
 // it is seen refused where the second is not; any failure of it but EEXIST
 // is tried again the second way.
 enum class LinkBy { descriptor, proc_path };

@@ -117,7 +117,7 @@ void MemoryDriver::share_rows(MemoryOp &op, bool holds_job)
 
 // Rows under 64 KiB all in one claim: split 16 rows of 4 KiB a claim, a
 // put took twice as long, its two threads meeting on the buffer pool's
-// lock for every row (docs/performance.md, "Sharing rows"). From 64 KiB a
+// lock for every row (docs/notes/2026-12-04-performance-experiments.md, "Sharing rows"). From 64 KiB a
 // row the copy dominates, and each claim is one row.
 uint64_t MemoryDriver::rows_per_claim(const MemoryOp &op)
 {

@@ -34,7 +34,7 @@ public:
     // within one tick is remembered once, not once per read (each entry
     // cost a string copy, and a key read 10,000 times a second held
     // 100,000 of them through a 10 s lease: 5-7 us of a 64 KiB x 8 get,
-    // docs/performance.md). A lease is waited for at most this much longer.
+    // docs/notes/2026-12-04-performance-experiments.md). A lease is waited for at most this much longer.
     static constexpr std::chrono::milliseconds tick{1};
 
     // A call that may have leased key returned now: the lease it took, if

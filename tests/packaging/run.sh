@@ -28,7 +28,7 @@ depends "$(deb kvblob-tools)" | grep -q "libkvblob-host0 (= $version)" || fail "
 depends "$(deb kvblob-drivers)" | grep -q 'libhiredis' || fail "kvblob-drivers does not depend on hiredis (the redis driver)"
 if [ -n "$(deb python3-kvblob)" ]; then
   depends "$(deb python3-kvblob)" | grep -q "python3" || fail "python3-kvblob does not depend on python3"
-  # kvblob.load('memory'), the README's first line of Python, needs a bundled driver.
+  # kvblob.load('memory') (the engine guide's Python) needs a bundled driver.
   dpkg-deb -f "$(deb python3-kvblob)" Recommends | grep -q kvblob-drivers ||
     fail "python3-kvblob does not recommend kvblob-drivers"
 fi
@@ -40,7 +40,7 @@ contents "$(deb kvblob-dev)" | grep -q '/usr/share/doc/kvblob/contract.md' || fa
 contents "$(deb kvblob-dev)" | grep -q '/usr/share/kvblob/minimal_driver/minimal_driver.c' || fail "no template in kvblob-dev"
 contents "$(deb kvblob-drivers)" | grep -q '/usr/lib/kvblob/libkvblob_memory.so' || fail "no memory driver in kvblob-drivers"
 contents "$(deb kvblob-tools)" | grep -q '/usr/share/kvblob/examples/engine/memory.toml' ||
-  fail "no example engine config in kvblob-tools (the README runs it)"
+  fail "no example engine config in kvblob-tools (the README's command 1 runs it)"
 if command -v help2man >/dev/null; then
   for tool in kvblob-info kvblob-conformance kvblob-soak kvblob-bench kvblob-engine; do
     contents "$(deb kvblob-tools)" | grep -q "/usr/share/man/man1/$tool.1.gz" || fail "no manual page for $tool"
@@ -52,11 +52,11 @@ for p in libkvblob-host0 kvblob-dev kvblob-tools kvblob-drivers python3-kvblob; 
   [ -n "$(deb $p)" ] || continue
   contents "$(deb $p)" | grep -qx "./usr/share/doc/$p/copyright" || fail "no /usr/share/doc/$p/copyright in $p"
 done
-# The README's list of kvblob-tools' programs is the package's.
-readme_tools=$(tr '\n' ' ' < "$src/README.md" | grep -o '`kvblob-tools` ([^)]*' | sed 's/^[^(]*(//' | grep -o '`kvblob-[a-z-]*`' | tr -d '`' | sort | paste -sd' ')
+# The operator guide's list of kvblob-tools' programs (its "Packages") is the package's.
+readme_tools=$(tr '\n' ' ' < "$src/docs/operator-guide.md" | grep -o '`kvblob-tools` ([^)]*' | sed 's/^[^(]*(//' | grep -o '`kvblob-[a-z-]*`' | tr -d '`' | sort | paste -sd' ')
 packaged_tools=$(contents "$(deb kvblob-tools)" | grep '/usr/bin/' | sed 's|.*/||' | sort | paste -sd' ')
 [ -n "$readme_tools" ] && [ "$readme_tools" = "$packaged_tools" ] ||
-  fail "README.md says kvblob-tools holds '$readme_tools'; it holds '$packaged_tools'"
+  fail "docs/operator-guide.md says kvblob-tools holds '$readme_tools'; it holds '$packaged_tools'"
 dupes=$(for d in "$work"/packages/*.deb; do contents "$d"; done | sort | uniq -d)
 [ -z "$dupes" ] || fail "files in two packages: $dupes"
 

@@ -21,7 +21,7 @@ namespace kvblob {
 // round trip with a batch of small rows: a Redis operation of 32 rows of
 // 4 KiB on loopback takes 100-160 us here, and waiting for it through a
 // watch of 50 us and a sleep took it to 0.63-0.92 of raw hiredis, from 1.61-2.52
-// watching through (docs/performance.md, "The host's wait watches longer").
+// watching through (docs/notes/2026-12-04-performance-experiments.md, "The host's wait watches longer").
 // Past it, the wake's cost is a small part of the wait, and the sleeper
 // gives its core to the worker, the server and the rest of the machine.
 // kvblob-bench's driver lane mirrors it (bench/src/measure.hpp, host_watch).
@@ -33,7 +33,7 @@ inline constexpr std::chrono::microseconds watch_before_sleep{200};
 // take several watches (a Redis batch of 32 rows of 16 KiB: 500-700 us
 // here), each wait held a core for 200 us that the worker, the store and
 // the rest of the machine wanted: alternated, a watch of 20 us took such
-// gets from 0.54-0.80 of raw hiredis to 0.90-1.21 (docs/performance.md,
+// gets from 0.54-0.80 of raw hiredis to 0.90-1.21 (docs/notes/2026-12-04-performance-experiments.md,
 // "The wait watches only where it pays"). So a driver whose typical wait
 // lasts more than twice the watch gets a short one (it still catches an
 // operation that ends at once); one whose waits end within it keeps it
@@ -83,7 +83,7 @@ inline void spin_pause() noexcept
 // rest of its slice, up to a scheduler tick (4 ms on a 250 Hz kernel), while
 // a thread that sleeps and is woken runs again at once. Watchers that
 // yielded made every background operation on a loaded machine take a tick
-// (docs/performance.md, "Under load: watchers that never yield"). A
+// (docs/notes/2026-12-04-performance-experiments.md, "Under load: watchers that never yield"). A
 // watcher that shares its core with the thread it waits for holds that
 // thread back for at most watch_before_sleep.
 template <class Done>

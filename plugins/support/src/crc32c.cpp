@@ -305,7 +305,7 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) uint32_t crc_fold512(uint32
 // instructions (rows under three stripes, 12 KiB, never reach the three
 // streams), a 4 KiB row's copy and checksum took about 570 ns on a loaded
 // Zen 3 core; this takes less than half of that, and about half at 64 KiB
-// and 1 MiB as well (commit d2e4af3; docs/performance.md, "CRC32C on CPUs
+// and 1 MiB as well (commit d2e4af3; docs/notes/2026-12-04-performance-experiments.md, "CRC32C on CPUs
 // without VPCLMULQDQ").
 __attribute__((target("avx2,vpclmulqdq"))) inline __m256i fold256(__m256i acc, __m256i k, __m256i next)
 {
@@ -368,7 +368,7 @@ __attribute__((target("avx2,vpclmulqdq,sse4.2"))) uint32_t crc_fold256(uint32_t 
 // in four registers. On such a CPU the crc32 instruction was the path, and
 // on Zen 1 it runs at about 6 GB/s however many chains are in flight (one
 // to six, timed alone); this runs at 9-10 GB/s there, a 4 KiB row's copy
-// and checksum in about 440 ns instead of 820 (docs/performance.md, "CRC32C
+// and checksum in about 440 ns instead of 820 (docs/notes/2026-12-04-performance-experiments.md, "CRC32C
 // on CPUs without VPCLMULQDQ").
 __attribute__((target("pclmul,sse4.2"))) inline __m128i fold128(__m128i acc, __m128i k, __m128i next)
 {
@@ -464,7 +464,7 @@ const bool folding128 = detect_folding128();
 // Whether the crc32 instruction runs short of three streams' eight bytes a
 // cycle. On AMD's Zen 1 it runs at about 6 GB/s however many chains are in
 // flight, and the 128-bit folding at 9.7-10.1 GB/s at every size
-// (docs/performance.md, "CRC32C on CPUs without VPCLMULQDQ"). Intel's
+// (docs/notes/2026-12-04-performance-experiments.md, "CRC32C on CPUs without VPCLMULQDQ"). Intel's
 // cores before Ice Lake run three streams at eight bytes a cycle, and their
 // carry-less multiply at one (Haswell: one every two cycles) folds at most
 // as fast: there the folding is taken only below three stripes, where the
@@ -568,7 +568,7 @@ uint32_t crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n)
     // Copying, the 256-bit folding is the faster below 64 KiB even where
     // AVX-512 is there: 92 against 115 ns for a 4 KiB row in cache, 361
     // against 405 at 16 KiB; from 64 KiB on the two are within 3%
-    // (docs/performance.md, "4 KiB rows: operations used again").
+    // (docs/notes/2026-12-04-performance-experiments.md, "4 KiB rows: operations used again").
     // Checksumming alone, the 512-bit one is faster at every size (45
     // against 76 ns at 4 KiB), so crc32c keeps it.
     if (folding256 && n < copy_fold512_from) return copy_folded256(crc, dst, src, n);

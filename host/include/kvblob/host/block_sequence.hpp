@@ -48,7 +48,7 @@ BlockHash parse_block_hash(std::string_view name);
 // the compressions the chain needs: a 128k-token request's 8192 keys
 // (16384 compressions) in 0.63-0.69 ms, 0.87-0.90 of OpenSSL's time for as
 // many blocks in one pass, where a digest and a string per key took
-// 1.05-1.11 ms (docs/performance.md, "Block keys"). block_keys gives the
+// 1.05-1.11 ms (docs/notes/2026-12-04-performance-experiments.md, "Block keys"). block_keys gives the
 // same keys as separate strings, for callers that keep them apart
 // (0.2 ms more for 8192).
 PackedKeys packed_block_keys(std::string_view prefix, std::span<const int32_t> tokens, size_t tokens_per_block,

@@ -299,7 +299,7 @@ private:
     // 4 KiB put of 32 rows: a row's key, the row array and the memory
     // driver's outcomes were allocated and freed on every operation, and the
     // arrays (over 1 KiB) made malloc consolidate every freed key on each
-    // (docs/performance.md, "4 KiB rows: operations used again").
+    // (docs/notes/2026-12-04-performance-experiments.md, "4 KiB rows: operations used again").
     std::vector<std::unique_ptr<Op>> spare_ops_;
     std::unique_ptr<Op> take_spare_op();
     void keep_spare_op(std::unique_ptr<Op> op);

@@ -4,7 +4,7 @@
 // independent bounded local work (copies, page-cache reads and writes), it
 // takes rows no thread took yet instead of watching. On a quiet machine
 // the operation runs on two cores; on a busy one, whichever of the two has
-// a time slice moves it on (docs/performance.md, "Sharing rows").
+// a time slice moves it on (docs/notes/2026-12-04-performance-experiments.md, "Sharing rows").
 //
 // Rows are claimed per_claim at a time, so that threads that share an
 // operation's small rows do not pass the counters' cache line back and
