@@ -124,7 +124,7 @@ try:
         elif lang == "sh":
             out += sh(body, "the engine quick start's commands")
         elif lang == "python":
-            before = engine[:m.start()].rsplit("\n\n", 1)[-1]
+            before = engine[:m.start()].rstrip().rsplit("\n\n", 1)[-1]
             python_file = re.search(r"`(\w+\.py)`", before).group(1)
             command = re.search(r"run with `(python3 [^`]+)`", before).group(1)
             open(os.path.join(work, python_file), "w").write(body)
