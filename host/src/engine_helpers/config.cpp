@@ -186,9 +186,17 @@ Driver open_configured_driver(const Plugin &plugin, const DriverConfig &config, 
                                             [&](const auto &o) { return o.first == config.options[which].first; });
         if (best == std::string::npos || overridden) throw;  // not the file's value that was refused
         const ConfigPosition at = which < config.option_positions.size() ? config.option_positions[which] : ConfigPosition{};
+        // Scrubbed as the driver's own words are: a secret option's value, or
+        // a URL with a password in it, is shown redacted, and no secret any
+        // option holds is left in the rest of the message.
+        const auto &[key, value] = config.options[which];
+        const bool hidden = plugin.secret_option(key) || holds_credentials(value);
         throw ConfigError(config.file, at.line, at.column,
-                          "option '" + config.options[which].first + "' = \"" + config.options[which].second +
-                              "\" refused by driver " + plugin.name() + " (" + e.file() + "): [R-OPN-1] " + said);
+                          without_secrets("option '" + key + "' = " +
+                                              (hidden ? std::string(redacted_value) : "\"" + value + "\"") +
+                                              " refused by driver " + plugin.name() + " (" + e.file() +
+                                              "): [R-OPN-1] " + said,
+                                          plugin.secrets_in(all)));
     }
 }
 
