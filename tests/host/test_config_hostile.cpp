@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -129,4 +130,71 @@ TEST_CASE("a folder, a FIFO or a device given as the config file is called what 
     CHECK(has(refusal("/dev/null"), "is a character device"));
     const std::string missing = refusal(s.dir / "missing.toml");
     CHECK(has(missing, "no such file"));
+}
+
+namespace {
+
+// How reading file ended, in a child process (a parser that overflows its
+// stack kills the child, not the suite): "refused: " and the message, or
+// "accepted", or "killed by signal N".
+std::string read_in_child(const fs::path &file)
+{
+    int out[2];
+    REQUIRE(pipe(out) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(out[0]);
+        std::string said = "accepted";
+        try {
+            kvblob::read_driver_config(file);
+        } catch (const kvblob::ConfigError &e) {
+            said = std::string("refused: ") + e.what();
+        } catch (const std::exception &e) {
+            said = std::string("threw: ") + e.what();
+        }
+        const ssize_t n = write(out[1], said.data(), said.size());
+        _exit(n == static_cast<ssize_t>(said.size()) ? 0 : 2);
+    }
+    close(out[1]);
+    std::string said;
+    char buf[4096];
+    for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
+    close(out[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+    return said;
+}
+
+}  // namespace
+
+TEST_CASE("every TOML string form ends where the parser ends it, so no string hides a deep key")
+{
+    Scratch s;
+    // A key of 120,000 parts (240 KB) after a string on the same line of an
+    // inline table. """q"""" is the string q" (up to two quotes may end a
+    // multi-line string before its closing three): the pre-scan once ended
+    // it at the first three, took the fourth quote for a string running to
+    // the line's end, and let the key reach toml++, which overflowed its
+    // stack (SIGSEGV).
+    const std::string key = dotted_key(120000);
+    for (const std::string string : {R"("""q"""")", R"("""q""""")", R"('''q'''')", R"('''q''''')", R"("q\"")",
+                                     R"("""q\"""")", R"("""a\\""")", R"("""x""y""")", R"('''x''y''')", R"('a\')",
+                                     R"("")", R"('')", R"("""""""")", "\"\"\"\nq\n\"\"\"\""}) {
+        const std::string text = "[driver]\nname = \"memory\"\n[driver.options]\nx = { b = " + string + ", " + key + " = 1 }\n";
+        const std::string said = read_in_child(s.write(text));
+        CAPTURE(string);
+        CHECK_MESSAGE(has(said, "refused: "), said.substr(0, 300));
+        CHECK_MESSAGE(has(said, "dotted parts"), said.substr(0, 300));
+    }
+    // The same strings with a short key are read, each as the parser reads it.
+    const auto c = kvblob::read_driver_config(
+        s.write("[driver]\nname = \"memory\"\n[driver.options]\n"
+                "a = \"\"\"q\"\"\"\"\nb = '''q'''''\nc = \"q\\\"\"\nd = \"\"\"x\"\"y\"\"\"\ne = 1.5\n"));
+    REQUIRE(c.options.size() == 5);
+    CHECK(c.options[0].second == "q\"");
+    CHECK(c.options[1].second == "q''");
+    CHECK(c.options[2].second == "q\"");
+    CHECK(c.options[3].second == "x\"\"y");
 }

@@ -8,6 +8,10 @@ namespace py = pybind11;
 
 std::shared_ptr<PyPlugin> load(const std::string &spec, bool allow_untrusted, const std::string &sha256)
 {
+    // The loader and the system read a path up to its first NUL: "real.toml\0.toml"
+    // would load real.toml, a config the caller did not name.
+    if (spec.find('\0') != std::string::npos)
+        throw py::value_error("kvblob.load: the spec holds a NUL character (\\0), which would cut it short: refused");
     auto p = std::make_shared<PyPlugin>();
     const bool is_config = spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".toml") == 0;
     py::gil_scoped_release nogil;

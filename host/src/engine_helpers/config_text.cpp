@@ -54,6 +54,10 @@ struct Fd {
 
 std::string read_config_text(const fs::path &file)
 {
+    // The system reads a path up to its first NUL: "real.toml\0.toml" would
+    // read real.toml while the caller named something else.
+    if (file.native().find('\0') != std::string::npos)
+        throw ConfigError(file, 0, 0, "the path holds a NUL character (\\0), which would cut it short: refused");
     struct stat st{};
     if (::stat(file.c_str(), &st) != 0) cannot(file, "read", errno);
     if (auto kind = kind_of(st.st_mode); !kind.empty()) not_a_file(file, kind);
@@ -84,9 +88,28 @@ std::string read_config_text(const fs::path &file)
 
 void prescan_config(const fs::path &file, std::string_view text)
 {
+    // Strings are followed as TOML 1.0 delimits them, so that the scan is in
+    // a string exactly where the parser is: a scan that thinks a string runs
+    // on where the parser has left it would miss the dots the parser reads.
     enum class In { code, comment, basic, literal, basic_ml, literal_ml } in = In::code;
     unsigned line = 1, column = 0, depth = 0, dots = 0;
     const auto at = [&](size_t i, std::string_view s) { return text.substr(i, s.size()) == s; };
+    // How many times c repeats from i on.
+    const auto run = [&](size_t i, char c) {
+        size_t n = 0;
+        while (i + n < text.size() && text[i + n] == c) ++n;
+        return n;
+    };
+    // A multi-line string ends at the last quote of a run of three or more:
+    // up to two quotes before the closing three are the string's own
+    // ("""q"""" is the string q"; a longer run the parser refuses), so
+    // ending at the run's first three would read the fourth quote as the
+    // start of a string the parser never sees.
+    const auto closes_multiline = [&](size_t &i, char quote) {
+        const size_t n = run(i, quote);
+        i += n - 1, column += static_cast<unsigned>(n - 1);
+        return n >= 3;
+    };
     for (size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
         ++column;
@@ -99,18 +122,21 @@ void prescan_config(const fs::path &file, std::string_view text)
         switch (in) {
         case In::comment: continue;
         case In::basic:
-            if (c == '\\') ++i, ++column;  // an escaped quote does not end it
+            // An escape takes the character after it (an escaped quote does
+            // not end the string), but never a line's end, which the loop
+            // above must see.
+            if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i, ++column;
             else if (c == '"') in = In::code;
             continue;
         case In::literal:
             if (c == '\'') in = In::code;
             continue;
         case In::basic_ml:
-            if (c == '\\') ++i, ++column;
-            else if (at(i, "\"\"\"")) in = In::code, i += 2, column += 2;
+            if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i, ++column;
+            else if (c == '"' && closes_multiline(i, '"')) in = In::code;
             continue;
         case In::literal_ml:
-            if (at(i, "'''")) in = In::code, i += 2, column += 2;
+            if (c == '\'' && closes_multiline(i, '\'')) in = In::code;
             continue;
         case In::code: break;
         }

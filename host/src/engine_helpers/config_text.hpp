@@ -10,8 +10,9 @@ namespace kvblob {
 
 // The file's text. Throws ConfigError saying what the path is when it is not
 // a regular file (a folder, a FIFO, a device, a socket: never opened in a way
-// that blocks), when it cannot be read, or when it is larger than
-// max_config_bytes.
+// that blocks), when it cannot be read, when it is larger than
+// max_config_bytes, or when the path holds a NUL (it would name a shorter
+// path to the system).
 inline constexpr size_t max_config_bytes = 1 << 20;
 std::string read_config_text(const std::filesystem::path &file);
 
