@@ -126,7 +126,7 @@ try:
         elif lang == "python":
             before = engine[:m.start()].rstrip().rsplit("\n\n", 1)[-1]
             python_file = re.search(r"`(\w+\.py)`", before).group(1)
-            command = re.search(r"run with `(python3 [^`]+)`", before).group(1)
+            command = re.search(r"run with `(/usr/bin/python3 [^`]+)`", before).group(1)
             open(os.path.join(work, python_file), "w").write(body)
             py_out = sh(command, "the engine quick start in Python")
             if py_out.strip() != "READY True":
