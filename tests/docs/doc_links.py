@@ -16,7 +16,8 @@ without running anything.
   where it runs: `<!-- runs in: FILE -->`. FILE exists, and either reads
   that document (names it) to run its blocks, or holds each command of the
   block as written (each step of a command joined by &&). Examples of output are `console` or `text` blocks, or
-  blocks without a language; they need no marker.
+  blocks without a language; they need no marker, but a block without a
+  language that starts with a command is refused (make it sh or console).
 
 Usage: doc_links.py SOURCE_DIR
 """
@@ -39,6 +40,22 @@ def documents():
         for f in sorted(files):
             if f.endswith(".md"):
                 yield os.path.relpath(os.path.join(root, f), source)
+
+
+def fences(text):
+    """(language, body, line of the opening fence) of each fenced block, the
+    fences paired in order."""
+    out, lang, body, start = [], None, [], 0
+    for n, line in enumerate(text.split("\n"), 1):
+        if line.startswith("```"):
+            if lang is None:
+                lang, body, start = line[3:].strip(), [], n
+            else:
+                out.append((lang, "\n".join(body) + "\n", start))
+                lang = None
+        elif lang is not None:
+            body.append(line)
+    return out
 
 
 def strip_code(text):
@@ -154,6 +171,12 @@ for doc in documents():
             for step in filter(None, (s.strip() for s in command.split(" && "))):
                 if step not in runner_text:
                     fail(f"{doc}:{line}: `{step}` is not in {marker.group(1)}, where the block says it runs")
+    # A command hidden in a block without a language would escape the above.
+    for lang, body, line in fences(text):
+        first = body.split("\n")[0]
+        if lang in ("", "text") and re.match(r"(build/bin/|kvblob-[a-z]+ |scripts/|cmake |ctest |\$ )", first):
+            fail(f"{doc}:{line}: `{first[:60]}` is a command in a block without a language: "
+                 f"make it sh (with where it runs) or console (an example of output)")
 if blocks == 0:
     fail("found no fenced command in the documents")
 
