@@ -5,6 +5,7 @@
 #include "hook.hpp"
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -269,6 +270,91 @@ struct TokenLogged : Break {
     }
 };
 const Registered secret_logged("open.secret-unspoken", make<TokenLogged>);
+
+// A secret repeated in a form the host does not take out (it removes the
+// value only as given): Form turns the token into the lines logged.
+template <class Form>
+struct TokenLoggedAs : Break {
+    kvblob_status open(Hooked &h, const kvblob_open_args_t *args, kvblob_caps_t *caps, char *err,
+                       uint32_t cap) override
+    {
+        kvblob_status st = Break::open(h, args, caps, err, cap);
+        const char *token = option_value(*args, "token");
+        if (st == KVBLOB_OK && token && *token)
+            for (const auto &line : Form{}(token)) h.log(KVBLOB_LOG_INFO, line);
+        return st;
+    }
+};
+template <class Form>
+std::unique_ptr<Break> logs_token_as()
+{
+    return std::make_unique<TokenLoggedAs<Form>>();
+}
+
+// m.opn2.secret-upper-case: the token upper-cased.
+struct UpperCase {
+    std::vector<std::string> operator()(std::string t)
+    {
+        for (auto &c : t) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        return {"session " + t};
+    }
+};
+const Registered secret_upper("m.opn2.secret-upper-case", logs_token_as<UpperCase>);
+
+// m.opn2.secret-hex: the token as a hex dump of its bytes.
+struct Hex {
+    std::vector<std::string> operator()(const std::string &t)
+    {
+        std::string line = "auth bytes:";
+        char byte[4];
+        for (unsigned char c : t) std::snprintf(byte, sizeof byte, " %02X", c), line += byte;
+        return {line};
+    }
+};
+const Registered secret_hex("m.opn2.secret-hex", logs_token_as<Hex>);
+
+// m.opn2.secret-base64: the token in a Basic authorization header.
+struct Base64 {
+    std::vector<std::string> operator()(const std::string &t)
+    {
+        static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const std::string in = "kvblob:" + t;  // user:password, as Basic writes it
+        std::string out;
+        for (size_t i = 0; i < in.size(); i += 3) {
+            uint32_t v = 0;
+            for (size_t k = 0; k < 3; ++k) v = (v << 8) | (i + k < in.size() ? static_cast<unsigned char>(in[i + k]) : 0);
+            for (size_t k = 0; k < 4; ++k) out += i + k <= in.size() ? alphabet[(v >> (18 - 6 * k)) & 63] : '=';
+        }
+        return {"sending Authorization: Basic " + out};
+    }
+};
+const Registered secret_base64("m.opn2.secret-base64", logs_token_as<Base64>);
+
+// m.opn2.secret-percent-encoded: the token in a URL's userinfo, every byte
+// but letters and digits encoded (as the strictest encoders do: a token of
+// letters, digits and '-' alone still changes).
+struct PercentEncoded {
+    std::vector<std::string> operator()(const std::string &t)
+    {
+        std::string line = "connecting to mem://kvblob:";
+        char byte[4];
+        for (unsigned char c : t) {
+            if (std::isalnum(c)) line += static_cast<char>(c);
+            else std::snprintf(byte, sizeof byte, "%%%02X", c), line += byte;
+        }
+        return {line + "@localhost/"};
+    }
+};
+const Registered secret_percent("m.opn2.secret-percent-encoded", logs_token_as<PercentEncoded>);
+
+// m.opn2.secret-split-lines: the token's halves on consecutive log lines.
+struct SplitLines {
+    std::vector<std::string> operator()(const std::string &t)
+    {
+        return {"token begins " + t.substr(0, t.size() / 2), t.substr(t.size() / 2) + " (token ends)"};
+    }
+};
+const Registered secret_split("m.opn2.secret-split-lines", logs_token_as<SplitLines>);
 
 // m.opn2.fault-message-secret: a secret repeated in a FAULT row's message.
 struct TokenInFault : Break {
