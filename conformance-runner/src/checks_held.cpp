@@ -144,7 +144,11 @@ void admission_held_midway(Context &c)
             page.release(held.held_key.data(), held.held_key.size());
         }
     }
-    if (!touched) c.note("the put read no key of its batch while admitting it: nothing to hold");
+    if (!touched)
+        c.not_exercised("the put read no key of its batch while it was called (row " + std::to_string(held_row) +
+                        "'s key, on a page that held no bytes until the check stopped waiting): no put was held "
+                        "inside the driver, so nothing showed whether another thread's put of the same keys is "
+                        "admitted meanwhile");
     else if (!second_returned)
         c.note("the second put waited for the held one: admissions run one at a time, nothing to interleave");
     expect(held_answer.status == KVBLOB_OK, "R-CON-1",
@@ -214,7 +218,9 @@ void get_during_held_put(Context &c)
         }
     }
     kvblob_op_t *get_op = get_answer.op;
-    if (!touched) c.note("the put read no byte of its row while the check watched: nothing to hold");
+    if (!touched)
+        c.not_exercised("the put read no byte of its row while the check watched (a page that held no bytes until "
+                        "the check stopped waiting): no put was held inside the driver, so no get ran while one was");
     expect(put_answer.status == KVBLOB_OK, "R-ADM-10",
            std::string("a put of one row was refused: ") + kvblob_status_name(put_answer.status) + " " +
                put_answer.why);
@@ -288,7 +294,10 @@ void drain_during_held_calls(Context &c)
                 page.release(held.held_key.data(), held.held_key.size());
             }
         }
-        if (!touched) c.note(std::string("the ") + to_string(kind) + " read no key of its batch while called");
+        if (!touched)
+            c.not_exercised(std::string("the ") + to_string(kind) + " read no key of its batch while it was called (row " +
+                            std::to_string(held_row) + "'s key, on a page that held no bytes until the check stopped "
+                            "waiting): no call was held inside the driver for a drain to wait for");
         expect(!(drain_returned && drained == KVBLOB_OK), "R-DRN-3",
                "drain answered KVBLOB_OK after " + ms_text(drain_took) + " while a " + to_string(kind) +
                    " call was held inside the driver reading its batch (row " + std::to_string(held_row) +

@@ -174,6 +174,11 @@ public:
     // (memory kept alive on purpose, say).
     void note(const std::string &line) { notes_ += (notes_.empty() ? "" : "; ") + line; }
     const std::string &notes() const { return notes_; }
+    // The check could not bring about a scenario it judges (a call held
+    // inside the driver that never touched the held page): it then answers
+    // NOT_EXERCISED, never PASS; a failure it found stays a failure.
+    void not_exercised(const std::string &why) { unexercised_ += (unexercised_.empty() ? "" : "; ") + why; }
+    const std::string &unexercised() const { return unexercised_; }
 
     // Notes the keys of a put the check submitted through the table itself
     // (puts through submit, admit and run are noted there): the cleanup
@@ -191,6 +196,7 @@ private:
     std::string run_prefix_;
     std::string key_tag_;
     std::string notes_;
+    std::string unexercised_;
     mutable RegionLedger ledger_;
     mutable WriteLog writes_;
 

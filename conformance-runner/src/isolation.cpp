@@ -69,8 +69,8 @@ std::string stderr_tail(const std::string &err) { return err.empty() ? "" : "; l
 
 volatile sig_atomic_t stop_flag = 0;
 
-// Where the child writes its result; the fault handler writes there too.
-int result_fd = -1;
+// Where the fault handler writes (child_fault_fd once the child reports).
+int fault_fd = -1;
 
 void append_hex(char *&out, uintptr_t v)
 {
@@ -80,22 +80,17 @@ void append_hex(char *&out, uintptr_t v)
 }
 
 // A fault inside guarded memory is the driver touching a guard page, or a
-// span after it said access ended: a FAIL of R-REG-3, not a crash. Any
-// other fault falls through to the default action (CRASH).
+// span after it said access ended: a FAIL of R-REG-3, not a crash. Its
+// address goes to the fault channel (the runner words the FAIL). Any other
+// fault falls through to the default action (CRASH).
 void on_fault(int sig, siginfo_t *info, void *)
 {
-    if (result_fd >= 0 && is_guarded_address(info->si_addr)) {
-        char msg[256];
+    if (fault_fd >= 0 && is_guarded_address(info->si_addr)) {
+        char msg[32];
         char *out = msg;
-        const char head[] = "FAIL\n[R-REG-3] the driver touched guarded memory at ";
-        for (const char *p = head; *p; ++p) *out++ = *p;
         append_hex(out, reinterpret_cast<uintptr_t>(info->si_addr));
-        const char tail[] = " (a guard page beside a span, or a span after its access ended)";
-        for (const char *p = tail; *p; ++p) *out++ = *p;
-        // Signed as every record is; it replaces any verdict before it.
-        char record[sizeof msg + record_overhead];
-        const size_t size = sign_record(msg, static_cast<size_t>(out - msg), record);
-        (void)!write(result_fd, record, size);
+        *out++ = '\n';
+        (void)!write(fault_fd, msg, static_cast<size_t>(out - msg));
         _exit(0);
     }
     // Any other signal takes its default action: raised again here, it is
@@ -107,7 +102,7 @@ void on_fault(int sig, siginfo_t *info, void *)
 
 void report_guarded_faults(int fd)
 {
-    result_fd = fd;
+    fault_fd = fd;
     struct sigaction sa {};
     sa.sa_sigaction = &on_fault;
     sa.sa_flags = SA_SIGINFO;
@@ -163,6 +158,7 @@ public:
     Capture(size_t limit, bool keep_tail) : limit_(limit), keep_tail_(keep_tail) {}
     void add(const char *data, size_t size)
     {
+        total_ += size;
         if (!keep_tail_) {
             const size_t room = text_.size() < limit_ ? limit_ - text_.size() : 0;
             text_.append(data, std::min(room, size));
@@ -183,11 +179,13 @@ public:
     }
     const std::string &text() const { return text_; }
     bool overflowed() const { return overflowed_; }
+    uint64_t total() const { return total_; }  // every byte read, kept or not
 
 private:
     size_t limit_;
     bool keep_tail_;
     bool overflowed_ = false;
+    uint64_t total_ = 0;
     std::string text_;
 };
 
@@ -269,20 +267,41 @@ int end_group(pid_t pid)
     return status;
 }
 
-// Reads the child's records and stderr until it exits, the deadline passes
+Outcome judge(const Records &records, const std::string &fault, int status, const std::string &err_tail,
+              bool timed_out, bool interrupted, bool verdict_in, unsigned timeout_s);
+
+// What the fault channel (child_fault_fd) said: the driver touched guarded
+// memory at an address. A FAIL of R-REG-3, whatever the check reported
+// before it; text that is no address is still a FAIL, named as it came.
+Outcome guarded_fault(const std::string &said, const Leftover &left)
+{
+    std::string at = said.substr(0, said.find('\n'));
+    const bool address = at.size() == 18 && at.rfind("0x", 0) == 0 &&
+                         at.find_first_not_of("0123456789abcdef", 2) == std::string::npos;
+    if (!address) at = "an address its fault channel did not say (it carried " + std::to_string(said.size()) + " bytes)";
+    return {Status::fail,
+            "[R-REG-3] the driver touched guarded memory at " + at +
+                " (a guard page beside a span, or a span after its access ended)",
+            left};
+}
+
+// Reads the child's records, stderr and stdout until it exits, the deadline passes
 // or a stop is requested; then ends its process group and reads what the
 // pipes still hold, for at most drain_limit (a descendant that left the
 // group may hold them open). Once a verdict came whole, the deadline moves
 // to timeout_s from then: the cleanup has a time of its own, and only a
 // cleanup that outlasts it too turns a verdict into TIMEOUT.
-Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout_s, Spawned *raw)
+Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, int out_fd_read, int fault_fd_read,
+                const RunKey &key, unsigned timeout_s, Spawned *raw)
 {
     constexpr auto drain_limit = std::chrono::seconds(2);
-    Capture result(channel_bytes, false), err(stderr_tail_bytes, true);
-    Capture *into[2] = {&result, &err};
+    Capture result(channel_bytes, false), err(stderr_tail_bytes, true), out(stdout_tail_bytes, true),
+        fault(256, false);
+    Capture *into[4] = {&result, &err, &out, &fault};
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     bool timed_out = false, interrupted = false, verdict_in = false;
-    pollfd fds[2] = {{result_fd_read, POLLIN, 0}, {err_fd_read, POLLIN, 0}};
+    pollfd fds[4] = {
+        {result_fd_read, POLLIN, 0}, {err_fd_read, POLLIN, 0}, {out_fd_read, POLLIN, 0}, {fault_fd_read, POLLIN, 0}};
     // The child's end wakes the wait where the kernel offers a pidfd;
     // elsewhere the wait wakes every 100 ms to look.
 #ifdef SYS_pidfd_open
@@ -304,10 +323,10 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout
         // Wake at least every 100 ms to notice a stop request.
         const int wait_ms = static_cast<int>(std::min<long>(left.count(), 100));
         if (pidfd < 0) {
-            read_ready(fds, into, 2, wait_ms);  // with both pipes closed, a plain wait
+            read_ready(fds, into, 4, wait_ms);  // with every pipe closed, a plain wait
         } else {
-            pollfd all[3] = {fds[0], fds[1], {pidfd, POLLIN, 0}};
-            if (poll(all, 3, wait_ms) > 0) read_ready(fds, into, 2, 0);
+            pollfd all[5] = {fds[0], fds[1], fds[2], fds[3], {pidfd, POLLIN, 0}};
+            if (poll(all, 5, wait_ms) > 0) read_ready(fds, into, 4, 0);
         }
         if (!verdict_in && result.text().find('\0') != std::string::npos) {
             verdict_in = true;
@@ -317,14 +336,27 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout
     const int status = end_group(pid);
     if (pidfd >= 0) close(pidfd);
     for (const auto drained = std::chrono::steady_clock::now() + drain_limit;
-         (fds[0].fd >= 0 || fds[1].fd >= 0) && std::chrono::steady_clock::now() < drained;)
-        read_ready(fds, into, 2, 100);
-    for (int i = 0; i < 2; ++i)
+         (fds[0].fd >= 0 || fds[1].fd >= 0 || fds[2].fd >= 0 || fds[3].fd >= 0) &&
+         std::chrono::steady_clock::now() < drained;)
+        read_ready(fds, into, 4, 100);
+    for (int i = 0; i < 4; ++i)
         if (fds[i].fd >= 0) close(fds[i].fd);
     const bool overflowed = result.overflowed();
-    const Records records = read_records(result.take(), run_key(), overflowed);
+    const Records records = read_records(result.take(), key, overflowed);
     const std::string err_tail = err.take();
-    if (raw) *raw = {records, err_tail, status, timed_out, interrupted};
+    const uint64_t out_bytes = out.total();
+    const StdoutSeen out_seen{out_bytes, out.take()};
+    if (raw) *raw = {records, err_tail, out_seen, status, timed_out, interrupted};
+    Outcome o = judge(records, fault.text(), status, err_tail, timed_out, interrupted, verdict_in, timeout_s);
+    o.out = out_seen;
+    return o;
+}
+
+// The outcome of a check from what its child left (collect): its records,
+// what its fault channel said.
+Outcome judge(const Records &records, const std::string &fault, int status, const std::string &err_tail,
+              bool timed_out, bool interrupted, bool verdict_in, unsigned timeout_s)
+{
     // A check that did not end left what it wrote, and nobody counted it.
     const auto record = left_record(records.authentic);
     const Leftover left = record ? from_wire(*record)
@@ -342,6 +374,8 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout
                     " the check did not write: code in the driver's process wrote to a descriptor it does not "
                     "own, and what the check reported cannot be trusted",
                 left};
+    // A fault in guarded memory fails the check, whatever it reported before.
+    if (!fault.empty()) return guarded_fault(fault, left);
     if (auto verdict = verdict_of(records.authentic)) {
         verdict->left = left;
         // The cleanup removes the check's keys and closes its drivers: a
@@ -367,12 +401,13 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, unsigned timeout
 
 }  // namespace
 
-void run_child_body(const std::function<Outcome()> &body, const std::function<Leftover()> &clean_up, int fd)
+void run_child_body(const std::function<Outcome()> &body, const std::function<Leftover()> &clean_up, int fd,
+                    const RunKey &key)
 {
-    report_guarded_faults(fd);
+    report_guarded_faults(child_fault_fd);
     const Outcome o = body();
-    write_record(fd, std::string(to_string(o.status)) + "\n" + o.message);
-    write_record(fd, to_wire(clean_up()));
+    write_record(key, fd, std::string(to_string(o.status)) + "\n" + o.message);
+    write_record(key, fd, to_wire(clean_up()));
     _exit(0);  // no destructors: a broken driver's threads may still run
 }
 
@@ -388,19 +423,30 @@ Outcome run_spawned(const std::vector<std::string> &args, unsigned timeout_s, Sp
                 if (f >= 0) close(f);
         }
         int take(int end) { return std::exchange(fd[end], -1); }
-    } result, err, key;
-    if (pipe2(result.fd, O_CLOEXEC) != 0 || pipe2(err.fd, O_CLOEXEC) != 0 || pipe2(key.fd, O_CLOEXEC) != 0)
+    } result, err, out, fault, key;
+    if (pipe2(result.fd, O_CLOEXEC) != 0 || pipe2(err.fd, O_CLOEXEC) != 0 || pipe2(out.fd, O_CLOEXEC) != 0 ||
+        pipe2(fault.fd, O_CLOEXEC) != 0 || pipe2(key.fd, O_CLOEXEC) != 0)
         return {Status::crash, std::string("pipe() failed: ") + strerror(errno)};
-    // The key fits a pipe's buffer: written whole before the child starts.
-    const RunKey &k = run_key();
+    // A key for this child alone; it fits a pipe's buffer: written whole
+    // before the child starts, and wiped here once the child's records are
+    // read.
+    struct Wiped {
+        RunKey k = fresh_key();
+        ~Wiped() { explicit_bzero(k.data(), k.size()); }
+    } own;
+    const RunKey &k = own.k;
     if (write(key.fd[1], k.data(), k.size()) != static_cast<ssize_t>(k.size()))
-        return {Status::crash, "could not hand the child the run's key"};
+        return {Status::crash, "could not hand the child its key"};
     close(key.take(1));
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, result.fd[1], child_result_fd);
     posix_spawn_file_actions_adddup2(&actions, key.fd[0], child_key_fd);
+    posix_spawn_file_actions_adddup2(&actions, fault.fd[1], child_fault_fd);
     posix_spawn_file_actions_adddup2(&actions, err.fd[1], STDERR_FILENO);
+    // The runner's stdout carries its report: a driver that writes to its
+    // own goes into a pipe the runner reads, keeps a tail of and counts.
+    posix_spawn_file_actions_adddup2(&actions, out.fd[1], STDOUT_FILENO);
     // A process group of its own: whatever the driver starts stays in it
     // (unless it leaves on purpose), and ends with it.
     posix_spawnattr_t attr;
@@ -417,9 +463,11 @@ Outcome run_spawned(const std::vector<std::string> &args, unsigned timeout_s, Sp
     posix_spawnattr_destroy(&attr);
     close(result.take(1));
     close(err.take(1));
+    close(out.take(1));
+    close(fault.take(1));
     close(key.take(0));
     if (rc != 0) return {Status::crash, std::string("posix_spawn(/proc/self/exe) failed: ") + strerror(rc)};
-    return collect(pid, result.take(0), err.take(0), timeout_s, raw);
+    return collect(pid, result.take(0), err.take(0), out.take(0), fault.take(0), k, timeout_s, raw);
 }
 
 }  // namespace kvblob::conformance

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstring>
+#include <set>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -18,6 +20,7 @@
 #include <sstream>
 
 #include "check.hpp"
+#include "confine.hpp"
 #include "kvblob/cli/plugin_flags.hpp"
 #include "kvblob/cli/quantities.hpp"
 #include "context.hpp"
@@ -208,20 +211,22 @@ bool every_glob_matches(const Settings &s, const std::vector<Expectation> &expec
 // it is the runner itself.
 std::optional<int> run_as_child(const Settings &s, const Options &options, const std::vector<Check> &checks)
 {
-    // A child takes the run's key before any plugin code runs (report_channel.hpp).
-    if ((s.child_probe || s.child_check >= 0) && !take_run_key()) {
+    if (!s.child_probe && s.child_check < 0) return std::nullopt;
+    // A child takes its key before any plugin code runs, into memory no
+    // symbol names (report_channel.hpp), then gives up what would let the
+    // driver reach into the runner (confine.hpp).
+    const std::unique_ptr<RunKey> key = take_child_key();
+    if (!key) {
         std::cerr << "kvblob-conformance: --child-probe and --child-check are the runner's own modes\n";
         return 2;
     }
-    if (s.child_probe) return probe_child(s.driver, s.flags.load, options);
-    if (s.child_check >= 0) {
-        if (static_cast<size_t>(s.child_check) >= checks.size()) return 2;
-        const Check &c = checks[static_cast<size_t>(s.child_check)];
-        CheckRun run(c, s.driver, s.flags.load, nullptr, options, s.child_prefix, static_cast<size_t>(s.child_check),
-                     s.child_rep, s.timeout);
-        run_child_body([&] { return run.body(); }, [&] { return run.clean_up(); }, child_result_fd);
-    }
-    return std::nullopt;
+    const std::string unconfined = confine_child();
+    if (s.child_probe) return probe_child(s.driver, s.flags.load, options, *key, unconfined);
+    if (static_cast<size_t>(s.child_check) >= checks.size()) return 2;
+    const Check &c = checks[static_cast<size_t>(s.child_check)];
+    CheckRun run(c, s.driver, s.flags.load, nullptr, options, s.child_prefix, static_cast<size_t>(s.child_check),
+                 s.child_rep, s.timeout);
+    run_child_body([&] { return run.body(); }, [&] { return run.clean_up(); }, child_result_fd, *key);
 }
 
 // Says why the probe in a process of its own gave no usable answer.
@@ -267,6 +272,11 @@ std::optional<int> probe_driver(const Settings &s, const Options &options, const
         return std::nullopt;
     }
     adopt_orphans();  // what a check's process starts is reaped here once its group ends
+    // The keys the children sign with are in this process's memory while
+    // they run: no process of this user without CAP_SYS_PTRACE reads it.
+    if (const std::string why = make_undumpable(); !why.empty())
+        std::cerr << "kvblob-conformance: could not make the runner undumpable (" << why
+                  << "): a process of this user may read the keys its checks sign with\n";
     std::vector<std::string> args = self_args;
     args.push_back("--child-probe");
     Spawned raw;
@@ -280,7 +290,31 @@ std::optional<int> probe_driver(const Settings &s, const Options &options, const
         return raw.interrupted ? 4 : 3;
     }
     probe = parse_probe(said.authentic.front());
+    probe.out = raw.out;
+    if (!probe.unconfined.empty())
+        std::cerr << "kvblob-conformance: the checks' processes could not give up everything that lets a driver "
+                     "reach into the runner: "
+                  << probe.unconfined << "\n";
     return std::nullopt;
+}
+
+// The values of the options shown redacted (redact): a driver's stdout shown
+// in a report has them replaced, as the report's options have.
+std::vector<std::string> secret_values(const Options &options, const Options &shown)
+{
+    std::vector<std::string> out;
+    for (size_t i = 0; i < options.size() && i < shown.size(); ++i)
+        if (!options[i].second.empty() && options[i].second != shown[i].second) out.push_back(options[i].second);
+    return out;
+}
+
+// text with every occurrence of each secret replaced by "<redacted>"; the
+// search goes on after what it wrote, so it ends whatever the secrets are.
+void scrub(std::string &text, const std::vector<std::string> &secrets)
+{
+    for (const auto &secret : secrets)
+        for (size_t at = 0; (at = text.find(secret, at)) != std::string::npos; at += std::strlen("<redacted>"))
+            text.replace(at, secret.size(), "<redacted>");
 }
 
 // SIGINT and SIGTERM end the run after killing the check in progress: the
@@ -312,10 +346,11 @@ class BatteryRun {
 public:
     BatteryRun(const Settings &s, const Options &options, const std::vector<Expectation> &expectations,
                const std::vector<std::string> &self_args, const std::string &prefix, const std::string &rerun_prefix,
-               Plugin *plugin)
+               Plugin *plugin, const std::set<std::string> &secret_names)
         : s_(s), options_(options), expectations_(expectations), self_args_(self_args), prefix_(prefix),
           rerun_prefix_(rerun_prefix), plugin_(plugin)
     {
+        secrets_ = secret_values(options, redact(options, secret_names));
         tally.strict = s.strict;
         tally.shard = s.shards > 1 ? std::to_string(s.shard) + "/" + std::to_string(s.shards) : "";
     }
@@ -344,6 +379,7 @@ public:
             account(o);
         }
         if (o.status != Status::skipped) judge(o, c);
+        scrub(o.out.tail, secrets_);
         Row row{&c, o, ran, {}};
         // The command that reruns this check alone, where its outcome calls
         // for a look: in the text, JSON and JUnit reports.
@@ -421,6 +457,7 @@ private:
     const std::string &prefix_;
     const std::string &rerun_prefix_;
     Plugin *plugin_;
+    std::vector<std::string> secrets_;  // option values no report shows
     unsigned timeouts_in_a_row_ = 0;
 };
 
@@ -455,8 +492,15 @@ int run_battery(char **argv, const Settings &s, const Options &options, const st
     const std::string rerun_prefix = rerun_prefix_of(argv[0], s, shown_options);
 
     std::vector<Row> rows;
-    BatteryRun run(s, options, expectations, self_args, prefix, rerun_prefix, plugin);
+    BatteryRun run(s, options, expectations, self_args, prefix, rerun_prefix, plugin, probe.secret_options);
     Tally &tally = run.tally;
+    if (probe.out.any()) {
+        StdoutSeen out = probe.out;
+        scrub(out.tail, secret_values(options, shown_options));
+        tally.add_stdout("probe", out);
+        std::cout << "the driver wrote to stdout in the probe (one open, then close): " << stdout_text(out) << "\n"
+                  << std::flush;
+    }
     for (size_t index = 0; index < checks.size(); ++index)
         for (unsigned rep = 0; rep < s.repeat; ++rep) {
             const Row row = run.row(checks[index], index, rep, probe.offer);

@@ -29,16 +29,19 @@ Probe probe_of(const Plugin &plugin, const Options &options)
     return p;
 }
 
-int probe_child(const std::string &driver, const LoadOptions &load, const Options &options)
+int probe_child(const std::string &driver, const LoadOptions &load, const Options &options, const RunKey &key,
+                const std::string &unconfined)
 {
     std::string text;
     try {
-        text = format_probe(probe_of(Plugin::load(driver, load), options));
+        Probe p = probe_of(Plugin::load(driver, load), options);
+        p.unconfined = unconfined;
+        text = format_probe(p);
     } catch (const LoadError &e) {
         std::cerr << e.what() << "\n";
         return 3;
     }
-    write_record(child_result_fd, text);
+    write_record(key, child_result_fd, text);
     return 0;
 }
 
@@ -52,6 +55,7 @@ std::string format_probe(const Probe &p)
         << p.caps.access_end_bound_ns << "\noffer " << p.offer.caps << "\n";
     for (const auto &h : p.offer.hooks) out << "hook " << h << "\n";
     for (const auto &s : p.secret_options) out << "secret " << s << "\n";
+    if (!p.unconfined.empty()) out << "unconfined " << p.unconfined << "\n";
     return out.str();
 }
 
@@ -74,6 +78,7 @@ Probe parse_probe(const std::string &text)
         else if (key == "offer") v >> p.offer.caps;
         else if (key == "hook") p.offer.hooks.insert(value);
         else if (key == "secret") p.secret_options.insert(value);
+        else if (key == "unconfined") p.unconfined = value;
     }
     return p;
 }
@@ -161,6 +166,11 @@ Outcome CheckRun::body()
         }
         ctx_.emplace(*plugin_, options_, prefix_, tag_, std::chrono::seconds(timeout_s_));
         check_.body(*ctx_);
+        // A scenario the check could not bring about proves nothing: not a
+        // PASS, whatever else the check saw.
+        if (!ctx_->unexercised().empty())
+            return {Status::not_exercised, "not exercised: " + ctx_->unexercised() +
+                                               (ctx_->notes().empty() ? "" : "; " + ctx_->notes())};
         return {Status::pass, ctx_->notes()};
     } catch (const LoadError &e) {
         // Refused, at load or at open, by a host that offers less than the

@@ -23,6 +23,12 @@ struct Probe {
     kvblob_caps_t caps{};
     Offer offer;
     std::set<std::string> secret_options;  // names the driver marks secret
+    // What a check's process could not give up before it loaded the driver
+    // (confine_child), as the probe's process found; empty when nothing.
+    std::string unconfined;
+    // What the probe's process wrote to stdout: seen by the runner, not
+    // part of the probe's record.
+    StdoutSeen out;
 };
 
 // Opens one driver from plugin to see what it offers, then closes it.
@@ -30,9 +36,11 @@ struct Probe {
 Probe probe_of(const Plugin &plugin, const Options &options);
 
 // The child mode: loads and probes, writes the probe to child_result_fd
-// (report_channel.hpp).
+// (report_channel.hpp) signed under key, with what the process could not
+// give up (unconfined).
 // Returns the exit code (0, or 3 when the loader refused; the reason on stderr).
-int probe_child(const std::string &driver, const LoadOptions &load, const Options &options);
+int probe_child(const std::string &driver, const LoadOptions &load, const Options &options, const RunKey &key,
+                const std::string &unconfined);
 
 std::string format_probe(const Probe &p);
 Probe parse_probe(const std::string &text);

@@ -49,6 +49,11 @@ struct Tally {
     // that left something, the checks after which nobody could tell.
     uint64_t left_keys = 0, left_bytes = 0;
     std::vector<std::string> left_by, left_unknown;
+    // What the driver wrote to stdout (isolation.hpp, StdoutSeen): the sum,
+    // and where ("probe" for the probe's process, else check ids).
+    uint64_t stdout_bytes = 0;
+    std::vector<std::string> stdout_by;
+    void add_stdout(const std::string &where, const StdoutSeen &out);
 
     void add(const Row &row);
     bool conformant() const
@@ -70,6 +75,13 @@ struct RunInfo {
     Options options;                    // redacted
     std::vector<std::string> command;   // redacted
 };
+
+// What the driver wrote to stdout, as a report says it: "N bytes, which this
+// report does not carry; its last line: '...'" (that line cut short and its
+// unprintable bytes shown as '?').
+std::string stdout_text(const StdoutSeen &out);
+// Its last line alone, as stdout_text shows it.
+std::string stdout_last_line(const StdoutSeen &out);
 
 // "none" in text, null in JSON: KVBLOB_NO_LIMIT written one way in every
 // tool (kvblob-info does the same).

@@ -3,7 +3,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 #include "kvblob/host/sha256_compress.hpp"
@@ -54,9 +56,6 @@ private:
     uint64_t bits_ = 0;
 };
 
-// The key a child signs with (take_run_key); zero until it came.
-RunKey child_key{};
-
 void to_hex(const std::array<uint8_t, 32> &mac, char *out)
 {
     for (size_t i = 0; i < mac.size(); ++i) {
@@ -83,48 +82,51 @@ std::array<uint8_t, 32> hmac_sha256(const uint8_t *key, size_t key_size, const v
     return outer.finish();
 }
 
-const RunKey &run_key()
+RunKey fresh_key()
 {
-    static const RunKey key = [] {
-        RunKey k{};
-        for (size_t got = 0; got < k.size();) {
-            const ssize_t n = getrandom(k.data() + got, k.size() - got, 0);
-            if (n < 0) throw std::runtime_error(std::string("getrandom failed: ") + std::strerror(errno));
-            got += static_cast<size_t>(n);
-        }
-        return k;
-    }();
-    return key;
+    RunKey k{};
+    for (size_t got = 0; got < k.size();) {
+        const ssize_t n = getrandom(k.data() + got, k.size() - got, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw std::runtime_error(std::string("getrandom failed: ") + std::strerror(errno));
+        got += static_cast<size_t>(n);
+    }
+    return k;
 }
 
-bool take_run_key()
+std::unique_ptr<RunKey> take_child_key()
 {
+    // On the heap, allocated now, among the process's other allocations: no
+    // symbol of the binary names it (a global would: the runner is not
+    // stripped), and no mapping of its own points at it.
+    auto key = std::make_unique<RunKey>();
     size_t got = 0;
-    while (got < child_key.size()) {
-        const ssize_t n = read(child_key_fd, child_key.data() + got, child_key.size() - got);
+    while (got < key->size()) {
+        const ssize_t n = read(child_key_fd, key->data() + got, key->size() - got);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         got += static_cast<size_t>(n);
     }
     close(child_key_fd);
-    return got == child_key.size();
+    if (got != key->size()) key.reset();
+    return key;
 }
 
-size_t sign_record(const char *text, size_t size, char *out)
+size_t sign_record(const RunKey &key, const char *text, size_t size, char *out)
 {
-    to_hex(hmac_sha256(child_key.data(), child_key.size(), text, size), out);
+    to_hex(hmac_sha256(key.data(), key.size(), text, size), out);
     out[64] = ' ';
     std::memcpy(out + 65, text, size);
     out[65 + size] = '\0';
     return size + record_overhead;
 }
 
-void write_record(int fd, std::string text)
+void write_record(const RunKey &key, int fd, std::string text)
 {
     for (char &ch : text)
         if (ch == '\0') ch = ' ';
     std::string record(text.size() + record_overhead, '\0');
-    sign_record(text.data(), text.size(), record.data());
+    sign_record(key, text.data(), text.size(), record.data());
     for (size_t done = 0; done < record.size();) {
         const ssize_t n = write(fd, record.data() + done, record.size() - done);
         if (n < 0 && errno == EINTR) continue;

@@ -48,6 +48,10 @@ void json_row(std::ostream &out, const Row &row)
     out << "{\"id\":" << json_quote(row.check->id) << ",\"rules\":" << json_string_array(row.check->rules)
         << ",\"status\":" << json_quote(to_string(row.outcome.status)) << ",\"message\":"
         << json_quote(row.outcome.message) << ",\"left\":" << left_json(row.outcome.left)
+        << ",\"stdout\":"
+        << (row.outcome.out.any() ? "{\"bytes\":" + std::to_string(row.outcome.out.bytes) +
+                                        ",\"last_line\":" + json_quote(stdout_last_line(row.outcome.out)) + "}"
+                                  : std::string("null"))
         << ",\"rerun\":" << (row.rerun.empty() ? "null" : json_quote(row.rerun)) << "}\n"
         << std::flush;
 }
@@ -62,7 +66,8 @@ void json_summary(std::ostream &out, const Tally &t)
         << ",\"not_supported\":" << t.unsupported << ",\"xfail\":" << t.xfail << ",\"xpass\":" << t.xpass << ",\"blocked\":" << t.blocked << ",\"not_exercised\":" << t.not_exercised
         << ",\"strict\":" << (t.strict ? "true" : "false") << ",\"unselected\":" << t.unselected
         << ",\"shard\":" << (t.shard.empty() ? "null" : json_quote(t.shard)) << ",\"other_shards\":" << t.other_shards
-        << ",\"waived\":" << json_string_array(t.waived) << ",\"left\":{\"keys\":" << t.left_keys
+        << ",\"waived\":" << json_string_array(t.waived) << ",\"stdout\":{\"bytes\":" << t.stdout_bytes
+        << ",\"by\":" << json_string_array(t.stdout_by) << "},\"left\":{\"keys\":" << t.left_keys
         << ",\"bytes\":" << t.left_bytes << ",\"by\":" << json_string_array(t.left_by)
         << ",\"unknown\":" << json_string_array(t.left_unknown) << "}}}\n"
         << std::flush;

@@ -27,7 +27,8 @@ void write_junit(std::ostream &x, const std::string &driver_name, const std::vec
     // What the run left in the store, for CI that keeps an eye on it.
     x << "  <properties><property name=\"left_keys\" value=\"" << t.left_keys
       << "\"/><property name=\"left_bytes\" value=\"" << t.left_bytes
-      << "\"/><property name=\"left_unknown_checks\" value=\"" << t.left_unknown.size() << "\"/></properties>\n";
+      << "\"/><property name=\"left_unknown_checks\" value=\"" << t.left_unknown.size()
+      << "\"/><property name=\"stdout_bytes\" value=\"" << t.stdout_bytes << "\"/></properties>\n";
     for (const auto &r : rows) {
         x << "  <testcase classname=\"" << esc(driver_name) << "\" name=\"" << esc(r.check->id) << "\">";
         const std::string body = esc(r.outcome.message) + (r.rerun.empty() ? "" : "\nrerun: " + esc(r.rerun));
@@ -44,7 +45,13 @@ void write_junit(std::ostream &x, const std::string &driver_name, const std::vec
         default:
             x << "<failure message=\"" << esc(first_line(r.outcome)) << "\">" << body << "</failure>";
         }
-        if (r.outcome.left.any()) x << "<system-out>left behind: " << esc(to_text(r.outcome.left)) << "</system-out>";
+        if (r.outcome.left.any() || r.outcome.out.any()) {
+            x << "<system-out>";
+            if (r.outcome.left.any()) x << "left behind: " << esc(to_text(r.outcome.left));
+            if (r.outcome.left.any() && r.outcome.out.any()) x << "\n";
+            if (r.outcome.out.any()) x << "the driver wrote to stdout: " << esc(stdout_text(r.outcome.out));
+            x << "</system-out>";
+        }
         x << "</testcase>\n";
     }
     x << "</testsuite>\n";

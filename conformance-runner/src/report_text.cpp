@@ -2,6 +2,8 @@
 
 #include "kvblob/kvblob.h"
 
+#include <string_view>
+
 namespace kvblob::conformance {
 
 void Tally::add(const Row &row)
@@ -25,6 +27,33 @@ void Tally::add(const Row &row)
     if (left.keys > 0) left_by.push_back(row.check->id);
     left_keys += left.keys;
     left_bytes += left.bytes;
+    add_stdout(row.check->id, row.outcome.out);
+}
+
+void Tally::add_stdout(const std::string &where, const StdoutSeen &out)
+{
+    if (!out.any()) return;
+    stdout_bytes += out.bytes;
+    stdout_by.push_back(where);
+}
+
+std::string stdout_last_line(const StdoutSeen &out)
+{
+    std::string_view text = out.tail;
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+    if (const auto nl = text.rfind('\n'); nl != std::string_view::npos) text.remove_prefix(nl + 1);
+    constexpr size_t shown = 160;
+    std::string line;
+    for (char ch : text.substr(0, shown)) line += (ch >= 0x20 && ch < 0x7f) ? ch : '?';
+    if (text.size() > shown) line += "...";
+    return line;
+}
+
+std::string stdout_text(const StdoutSeen &out)
+{
+    return std::to_string(out.bytes) + (out.bytes == 1 ? " byte" : " bytes") +
+           ", which this report does not carry (the runner's stdout is its own); its last line: '" +
+           stdout_last_line(out) + "'";
 }
 
 std::string Tally::verdict() const
@@ -48,6 +77,7 @@ void print_row(std::ostream &out, const Row &row)
     if (!o.message.empty()) out << ": " << o.message;
     out << "\n";
     if (o.left.any()) out << "    left behind: " << to_text(o.left) << "\n";
+    if (o.out.any()) out << "    the driver wrote to stdout: " << stdout_text(o.out) << "\n";
     if (!row.rerun.empty()) out << "    rerun: " << row.rerun << "\n";
     out << std::flush;
 }
@@ -66,6 +96,15 @@ void print_summary(std::ostream &out, const Tally &t, const std::string &key_pre
     if (!key_prefix.empty() && (!t.left_by.empty() || !t.left_unknown.empty()))
         out << "; every key of this run begins with '" << key_prefix << "'";
     out << "\n";
+    // Said before the counts too: a driver's stdout is no report's.
+    if (t.stdout_bytes > 0) {
+        out << "the driver wrote to stdout: " << t.stdout_bytes << (t.stdout_bytes == 1 ? " byte" : " bytes")
+            << " in " << t.stdout_by.size() << (t.stdout_by.size() == 1 ? " process" : " processes") << " (";
+        constexpr size_t named = 5;
+        for (size_t i = 0; i < t.stdout_by.size() && i < named; ++i) out << (i ? ", " : "") << t.stdout_by[i];
+        if (t.stdout_by.size() > named) out << " and " << t.stdout_by.size() - named << " more";
+        out << "); a driver reports through its log service, and an engine's stdout is the engine's\n";
+    }
     out << t.passed << " passed, " << t.failed << " failed, " << t.skipped << " skipped, " << t.unsupported
         << " not supported, " << t.not_exercised << " not exercised by this runner, " << t.xfail << " xfail, " << t.xpass << " xpass, " << t.blocked << " blocked\n"
         << t.verdict() << "\n";

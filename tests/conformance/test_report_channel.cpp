@@ -18,10 +18,10 @@ std::string hex(const std::array<uint8_t, 32> &mac)
     return out;
 }
 
-std::string signed_record(const std::string &text)
+std::string signed_record(const RunKey &key, const std::string &text)
 {
     std::string record(text.size() + record_overhead, '\0');
-    record.resize(sign_record(text.data(), text.size(), record.data()));
+    record.resize(sign_record(key, text.data(), text.size(), record.data()));
     return record;
 }
 }  // namespace
@@ -39,11 +39,10 @@ TEST_CASE("hmac_sha256 answers RFC 4231's test cases")
           "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
 }
 
-TEST_CASE("the channel keeps the records signed under the run's key and counts the rest")
+TEST_CASE("the channel keeps the records signed under the child's key and counts the rest")
 {
-    // A child that took no key signs under zeros: the key read_records is given decides.
-    const RunKey child_key{};
-    const std::string verdict = signed_record("PASS\n"), left = signed_record("left 0 0 1 ");
+    const RunKey child_key = fresh_key();
+    const std::string verdict = signed_record(child_key, "PASS\n"), left = signed_record(child_key, "left 0 0 1 ");
     auto both = read_records(verdict + left, child_key, false);
     REQUIRE(both.authentic.size() == 2);
     CHECK(both.authentic[0] == "PASS\n");
@@ -56,8 +55,10 @@ TEST_CASE("the channel keeps the records signed under the run's key and counts t
     CHECK(mixed.authentic.size() == 1);
     CHECK(mixed.forged_bytes == forged.size());
 
-    // Under another run's key nothing is the child's.
-    auto other = read_records(verdict, run_key(), false);
+    // Each child has a key of its own: under another child's, nothing is this one's.
+    const RunKey other_key = fresh_key();
+    CHECK(other_key != child_key);
+    auto other = read_records(verdict, other_key, false);
     CHECK(other.authentic.empty());
     CHECK(other.forged_bytes == verdict.size());
 

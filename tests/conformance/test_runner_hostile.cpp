@@ -132,6 +132,77 @@ TEST_CASE("a driver that floods stderr: the runner keeps a bounded tail, not the
     CHECK(peak < 128 * 1024);
 }
 
+TEST_CASE("a driver that floods stdout: the runner's report is its own, and says the driver wrote there")
+{
+    // The fixture writes 32 MiB and a last line to stdout at each open (the
+    // probe's, the check's): the runner keeps a tail of it and counts it.
+    const auto json = temp_path("stdout-flood.json"), junit = temp_path("stdout-flood.xml");
+    CommandResult r;
+    const long peak = peak_rss_kib(std::string(KVBLOB_CONFORMANCE_BIN) + " --driver " + hostile("stdout_flood") +
+                                       " --filter data.round-trip.one-row --json " + json + " --junit " + junit,
+                                   r);
+    INFO(r.output.substr(0, 4096));
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.size() < 64 * 1024);  // the report, not the flood
+    CHECK(r.output.find("yyyyyyyy") == std::string::npos);
+    CHECK(peak > 0);
+    CHECK(peak < 128 * 1024);
+    const std::string each = std::to_string(32 * 1024 * 1024 + std::string("the flood's last line\n").size());
+    CHECK(r.output.find("the driver wrote to stdout in the probe (one open, then close): " + each +
+                        " bytes, which this report does not carry (the runner's stdout is its own); its last line: "
+                        "'the flood's last line'\n") != std::string::npos);
+    CHECK(r.output.find("\n[PASS] data.round-trip.one-row\n    the driver wrote to stdout: ") != std::string::npos);
+    CHECK(r.output.find("\nthe driver wrote to stdout: ") != std::string::npos);
+    CHECK(r.output.find(" (probe, data.round-trip.one-row); ") != std::string::npos);
+    const auto report = slurp(json);
+    CHECK(report.find("\"stdout\":{\"bytes\":") != std::string::npos);
+    CHECK(report.find("\"last_line\":\"the flood's last line\"}") != std::string::npos);
+    CHECK(report.find("\"stdout\":{\"bytes\":0,") == std::string::npos);
+    CHECK(report.find("\"by\":[\"probe\",\"data.round-trip.one-row\"]},\"left\":") != std::string::npos);
+    const auto xml = slurp(junit);
+    CHECK(xml.find("<system-out>the driver wrote to stdout: ") != std::string::npos);
+    CHECK(xml.find("<property name=\"stdout_bytes\" value=\"0\"/>") == std::string::npos);
+    std::filesystem::remove(json);
+    std::filesystem::remove(junit);
+}
+
+TEST_CASE("a driver that never touches a held page while it is held earns NOT_EXERCISED, never PASS")
+{
+    // The fixture waits (mincore) until the pages of its keys and spans are
+    // in memory before each put and get: the calls the battery holds inside
+    // the driver are never held. --timeout 8: each wait for a touch lasts 2 s.
+    const std::string held = " --filter concurrency.admission-held --filter concurrency.threads --filter "
+                             "lifetime.drain-waits-for-calls --exclude '*@*' --timeout 8";
+    for (const std::string strict : {"", " --strict"}) {
+        INFO("flag: '" << strict << "'");
+        auto r = runner("--driver " + hostile("evade_held") + held + strict);
+        INFO(r.output);
+        if (r.output.find("cannot hold a call inside the driver") != std::string::npos) {
+            MESSAGE("this machine offers no userfaultfd: the runner holds no call, and this test proves nothing here");
+            return;
+        }
+        CHECK(r.output.find("[PASS]") == std::string::npos);
+        CHECK(r.output.find("[NOT_EXERCISED] concurrency.admission-held: not exercised: the put read no key of its "
+                            "batch while it was called") != std::string::npos);
+        CHECK(r.output.find("[NOT_EXERCISED] concurrency.threads: not exercised: the put read no byte of its row "
+                            "while the check watched") != std::string::npos);
+        CHECK(r.output.find("[NOT_EXERCISED] lifetime.drain-waits-for-calls: not exercised: the put read no key of "
+                            "its batch while it was called") != std::string::npos);
+        // Not exercised certifies nothing: the run ran no check, strict or not.
+        CHECK(r.output.find("\n0 passed, 0 failed, ") != std::string::npos);
+        CHECK(r.output.find(" skipped, 0 not supported, 3 not exercised by this runner, 0 xfail, 0 xpass, 0 blocked\n") !=
+              std::string::npos);
+        CHECK(r.output.find("\nNO CHECK RAN\n") != std::string::npos);
+        CHECK(r.exit_code == 5);
+    }
+    // The same checks hold the memory driver's calls, and pass.
+    auto plain = runner("--driver memory" + held);
+    INFO(plain.output);
+    CHECK(plain.exit_code == 0);
+    CHECK(plain.output.find("[NOT_EXERCISED]") == std::string::npos);
+    CHECK(plain.output.find("\n3 passed, 0 failed, ") != std::string::npos);
+}
+
 TEST_CASE("a driver that writes a verdict to the child's report channel cannot forge a PASS")
 {
     auto r = runner("--driver " + hostile("forge_pass") + " --filter data.round-trip.one-row");
@@ -140,6 +211,45 @@ TEST_CASE("a driver that writes a verdict to the child's report channel cannot f
     CHECK(r.output.find("[FAIL] data.round-trip.one-row: the check's report channel (descriptor 3) carried ") !=
           std::string::npos);
     CHECK(r.output.find("[PASS]") == std::string::npos);
+}
+
+TEST_CASE("a driver that touches a guard page fails R-REG-3, said on the fault channel")
+{
+    // The child's fault handler has no key to sign with: it writes the
+    // address to a descriptor of its own, and whatever comes there fails.
+    auto r = runner("--driver " + hostile("touch_guard") + " --filter data.round-trip.one-row");
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("[FAIL] data.round-trip.one-row: [R-REG-3] the driver touched guarded memory at 0x") !=
+          std::string::npos);
+}
+
+TEST_CASE("a driver that reads the signing key from memory cannot forge a PASS")
+{
+    // The fixture's put reads the key (its own process's symbol for it, or
+    // the runner's memory through /proc/<ppid>/mem, process_vm_readv or
+    // ptrace), signs a passing verdict with it and exits; where it could not
+    // read, it says why on stderr and exits 1.
+    const std::string forging = fixtures + "/libkvblob_forging.so";
+    for (const std::string from : {"self", "mem", "vm", "ptrace"}) {
+        INFO("KVBLOB_FORGE_FROM=" << from);
+        auto r = run_command("KVBLOB_FORGE_FROM=" + from + " " KVBLOB_CONFORMANCE_BIN " --driver " + forging +
+                             " --filter data.round-trip.one-row");
+        INFO(r.output);
+        CHECK(r.exit_code == 1);
+        CHECK(r.output.find("[PASS]") == std::string::npos);
+        CHECK(r.output.find("[CRASH] data.round-trip.one-row: the check exited without a result (exit status 1); "
+                            "last stderr: ") != std::string::npos);
+        CHECK(r.output.find("forge: signing a verdict") == std::string::npos);
+        // Not only no key: the runner's memory was not read at all.
+        CHECK(r.output.find("forge: read the runner's memory") == std::string::npos);
+    }
+    auto vm = run_command("KVBLOB_FORGE_FROM=vm " KVBLOB_CONFORMANCE_BIN " --driver " + forging +
+                          " --filter data.round-trip.one-row");
+    CHECK(vm.output.find("forge: process_vm_readv: Operation not permitted") != std::string::npos);
+    auto ptraced = run_command("KVBLOB_FORGE_FROM=ptrace " KVBLOB_CONFORMANCE_BIN " --driver " + forging +
+                               " --filter data.round-trip.one-row");
+    CHECK(ptraced.output.find("forge: ptrace(PTRACE_ATTACH): Operation not permitted") != std::string::npos);
 }
 
 TEST_CASE("a run that ran no check certifies nothing: NO CHECK RAN, exit 5, with --strict too")
