@@ -22,6 +22,7 @@
 
 #include "kvblob/host/batch.hpp"
 #include "kvblob/tools/fill_pattern.hpp"
+#include "kvblob/tools/metrics_file.hpp"
 #include "kvblob/host/json.hpp"
 #include "kvblob/host/key_codec.hpp"
 #include "kvblob/host/plugin.hpp"
@@ -54,6 +55,7 @@ int main(int argc, char **argv)
     unsigned threads = 4, seconds = 60;
     uint64_t ops = 100000, keys = 512, max_bytes = 256 * 1024, seed = 1;
     bool json = false;
+    std::string metrics_out, metrics_label;
     app.add_option("-d,--driver", spec, "Plugin path or driver name")->required();
     kvblob::cli::PluginFlags flags;
     kvblob::cli::add_plugin_flags(app, flags);
@@ -68,6 +70,8 @@ int main(int argc, char **argv)
         ->transform(cli::MemorySize());
     app.add_option("--seed", seed, "Seed of every thread's choices");
     app.add_flag("--json", json, "Print the summary as one JSON object");
+    app.add_option("--metrics-out", metrics_out, "Write the driver's metrics at the end, in Prometheus' text format");
+    app.add_option("--metrics-label", metrics_label, "The label of the driver's metrics (tells runs apart)");
     app.footer("Exit codes: 0 clean; 1 wrong bytes or lost operations; 2 usage error; 3 plugin refused.");
     if (auto done = kvblob::cli::parse(app, argc, argv)) return *done;
     const auto options = kvblob::cli::driver_options(flags, "kvblob-soak");
@@ -75,7 +79,7 @@ int main(int argc, char **argv)
 
     try {
         auto plugin = kvblob::Plugin::load(spec, flags.load);
-        auto driver = plugin.open(*options);
+        auto driver = plugin.open(*options, {}, {}, metrics_label);
         const auto &caps = driver.caps();
         max_bytes = std::min<uint64_t>(max_bytes, caps.max_object_bytes);
         try {  // each thread holds a source and a destination of max_bytes
@@ -175,9 +179,13 @@ int main(int argc, char **argv)
                         static_cast<unsigned long long>(tally.wrong.load()),
                         static_cast<unsigned long long>(tally.lost.load()));
         }
+        if (!metrics_out.empty()) kvblob::tools::write_metrics_file(metrics_out, {driver.metrics()});
         return clean ? 0 : 1;
     } catch (const kvblob::LoadError &e) {
         std::cerr << e.what() << "\n";
         return 3;
+    } catch (const std::invalid_argument &e) {  // a --metrics-label the host refuses
+        std::cerr << "kvblob-soak: " << e.what() << "\n";
+        return kvblob::cli::exit_usage;
     }
 }

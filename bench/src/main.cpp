@@ -19,6 +19,8 @@
 #include "driver_lane.hpp"
 #include "kvblob/tools/cuda_device.hpp"
 #include "lane_memory.hpp"
+#include "metrics_cost.hpp"
+#include "kvblob/tools/metrics_file.hpp"
 #include "kvblob/cli/plugin_flags.hpp"
 #include "kvblob/cli/quantities.hpp"
 #include "kvblob/host/load_error.hpp"
@@ -44,6 +46,8 @@ struct Flags {
     unsigned load = 0;
     bool completion = false;
     std::string modes_text = "blocking,background";
+    std::string metrics_text = "on", metrics_out;
+    unsigned metrics_rounds = 5;
 };
 
 void add_flags(CLI::App &app, Flags &f)
@@ -111,6 +115,15 @@ void add_flags(CLI::App &app, Flags &f)
                  "the driver's notification (ABI 1.1) and polled (the same driver loaded at ABI 1.0), in one run");
     app.add_option("--modes", f.modes_text, "With --completion: the values of the driver's mode option to measure")
         ->capture_default_str();
+    app.add_option("--metrics", f.metrics_text,
+                   "The host's metrics: on, off, or off,on to measure what counting costs (the driver with counting "
+                   "off and on, alternated in one run)")
+        ->check(CLI::IsMember({"on", "off", "off,on", "on,off"}))
+        ->capture_default_str();
+    app.add_option("--metrics-rounds", f.metrics_rounds, "With --metrics off,on: alternated rounds per point")
+        ->transform(cli::Count(1000))
+        ->capture_default_str();
+    app.add_option("--metrics-out", f.metrics_out, "Write the driver's metrics at the end, in Prometheus' text format");
 }
 
 WaitStyle wait_style(const Flags &f) { return f.wait_text == "watch" ? WaitStyle::watch : WaitStyle::host; }
@@ -288,7 +301,9 @@ int run_driver_bench(const Flags &f, const Options &options, const Grid &g)
     std::optional<Plugin> plugin;
     std::optional<Driver> driver;
     try {
-        plugin.emplace(Plugin::load(f.driver_spec, f.plugin.load));
+        LoadOptions load = f.plugin.load;
+        load.count_metrics = f.metrics_text == "on";
+        plugin.emplace(Plugin::load(f.driver_spec, load));
         driver.emplace(plugin->open(options));
     } catch (const std::exception &e) {
         std::cerr << "kvblob-bench: " << e.what() << "\n";
@@ -318,6 +333,7 @@ int run_driver_bench(const Flags &f, const Options &options, const Grid &g)
     PointRun run(f, g, *driver, baseline, info, lane_settings);
     std::vector<Result> results;
     for (size_t i = 0; i < points.size(); ++i) results.push_back(run.measure_point(points[i], i, points.size()));
+    if (!f.metrics_out.empty()) tools::write_metrics_file(f.metrics_out, {driver->metrics()});
     return write_results(f, info, results, run.any_errors);
 }
 
@@ -359,5 +375,9 @@ int main(int argc, char **argv)
     const auto options = cli::driver_options(f.plugin, "kvblob-bench");
     if (!options) return cli::exit_usage;
     if (f.completion) return run_completion(f, *options, g);
+    if (f.metrics_text.find(',') != std::string::npos) {
+        MetricsCostSettings settings{f.driver_spec, f.plugin.load, *options, points_of(g), g.budget, f.metrics_rounds};
+        return run_metrics_cost(settings, f.json, std::cout);
+    }
     return run_driver_bench(f, *options, g);
 }

@@ -4,24 +4,35 @@
 // each request's longest stored prefix, fetches it, checks every byte, and
 // recomputes only from the resume bound on.
 //
+// With --metrics-listen it serves the drivers' metrics (docs/metrics.md) at
+// /metrics while it runs; --duration keeps the workload going, so a scraper
+// sees the counters move, and --metrics-linger keeps serving afterwards.
+//
 // Exit codes: 0 every delivered block verified; 1 a block the store called
 // READY held wrong bytes, or the run failed (no usable cache slot left, a
-// transfer refused); 2 usage error; 3 the config or its driver was refused.
+// transfer refused); 2 usage error (an address --metrics-listen cannot
+// bind included); 3 the config or its driver was refused.
 #include <CLI/CLI.hpp>
 
 #include "kvblob/cli/plugin_flags.hpp"
 #include "kvblob/cli/quantities.hpp"
+#include "kvblob/tools/metrics_endpoint.hpp"
+#include "kvblob/tools/metrics_file.hpp"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "kvblob/host/block_sequence.hpp"
 #include "kvblob/host/config.hpp"
+#include "kvblob/host/metrics.hpp"
 #include "kvblob/host/version.hpp"
 #include "workload.hpp"
 
@@ -105,141 +116,235 @@ void progress(const char *what, size_t done, size_t total)
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
+// What the command line asks for.
+struct Settings {
+    std::string config_path, salt = "sim-model/fp16", block_hash_name = "sha256", metrics_listen, metrics_out;
+    size_t requests = 64, block_tokens = 16, system_tokens = 64, turn_tokens = 48;
+    uint64_t block_bytes = 64 * 1024, seed = 1;
+    double timeout_s = 30, duration_s = 0;
+    bool metrics_linger = false;
+    kvblob::BlockHash block_hash = kvblob::BlockHash::sha256;
+};
+
+// What the rounds did, added up.
+struct Totals {
+    uint64_t published = 0, wanted = 0, delivered = 0, full_hits = 0, wrong = 0, fetched_bytes = 0, served = 0;
+    Clock::duration publish_time{}, fetch_time{};
+};
+
+// The publisher served every other request earlier: it computes their
+// blocks and publishes them (a block already stored stays as it is).
+void publish_round(Instance &publisher, const std::vector<engine::Request> &workload, const Settings &s, Totals &t)
+{
+    for (size_t i = 0; i < workload.size(); i += 2) {
+        const auto keys = kvblob::packed_block_keys("sim", workload[i].tokens, s.block_tokens, s.salt, s.block_hash);
+        const auto offsets = publisher.writable(0, keys.size());  // the last put may still read a slot
+        for (size_t b = 0; b < keys.size(); ++b) engine::compute_block(keys[b], publisher.bytes(b), s.block_bytes);
+        const auto t0 = Clock::now();
+        auto results = kvblob::transfer_blocks(publisher.driver, kvblob::OpKind::put, keys, publisher.region.handle(),
+                                               offsets, s.block_bytes, op_timeout, publisher.slots);
+        t.publish_time += Clock::now() - t0;
+        t.published += kvblob::resume_bound(results);
+        progress("publish", i / 2 + 1, (workload.size() + 1) / 2);
+    }
+}
+
+// The fetcher serves every request: the store's prefix first, then
+// recompute from the resume bound.
+void fetch_round(Instance &fetcher, const std::vector<engine::Request> &workload, const Settings &s, Totals &t)
+{
+    for (size_t i = 0; i < workload.size(); ++i) {
+        const auto keys = kvblob::packed_block_keys("sim", workload[i].tokens, s.block_tokens, s.salt, s.block_hash);
+        t.wanted += keys.size();
+        const auto t0 = Clock::now();
+        const size_t stored = kvblob::stored_prefix(fetcher.driver, keys, op_timeout);
+        auto results = kvblob::transfer_blocks(fetcher.driver, kvblob::OpKind::get, keys.first(stored),
+                                               fetcher.region.handle(), fetcher.writable(0, stored), s.block_bytes,
+                                               op_timeout, fetcher.slots);
+        t.fetch_time += Clock::now() - t0;
+        // Delivered: READY and the driver done with the slot.
+        const size_t bound = kvblob::resume_bound(results);
+        std::vector<uint8_t> expected(s.block_bytes);
+        for (size_t b = 0; b < bound; ++b) {
+            engine::compute_block(keys[b], expected.data(), s.block_bytes);
+            if (std::memcmp(expected.data(), fetcher.bytes(b), s.block_bytes) != 0) ++t.wrong;
+        }
+        // Recompute what the store did not deliver, each into a slot no
+        // driver may still write (a failed get's may: it moves to a spare).
+        for (size_t b = bound; b < keys.size(); ++b) {
+            fetcher.writable(b);
+            engine::compute_block(keys[b], fetcher.bytes(b), s.block_bytes);
+        }
+        t.delivered += bound;
+        t.fetched_bytes += bound * s.block_bytes;
+        t.full_hits += bound == keys.size();
+        ++t.served;
+        progress("fetch", i + 1, workload.size());
+    }
+}
+
+void report(const Totals &t, size_t requests, size_t pages, uint64_t block_bytes, uint64_t set_aside)
+{
+    std::printf("publisher: %zu requests, %llu blocks published (%.1f MiB) in %.3f s\n", (requests + 1) / 2,
+                static_cast<unsigned long long>(t.published), mib(t.published * block_bytes), seconds(t.publish_time));
+    std::printf("fetcher:   %llu requests, %llu blocks wanted, %llu delivered by the store (%.1f%%), %llu recomputed\n",
+                static_cast<unsigned long long>(t.served), static_cast<unsigned long long>(t.wanted),
+                static_cast<unsigned long long>(t.delivered),
+                100.0 * static_cast<double>(t.delivered) / static_cast<double>(t.wanted),
+                static_cast<unsigned long long>(t.wanted - t.delivered));
+    std::printf("           resume bound: mean %.1f of %zu blocks; %llu requests served whole\n",
+                static_cast<double>(t.delivered) / static_cast<double>(t.served), pages,
+                static_cast<unsigned long long>(t.full_hits));
+    std::printf("           fetched %.1f MiB in %.3f s (%.2f GB/s, probe included)\n", mib(t.fetched_bytes),
+                seconds(t.fetch_time), static_cast<double>(t.fetched_bytes) / 1e9 / std::max(seconds(t.fetch_time), 1e-9));
+    if (set_aside)
+        std::printf("           %llu cache slots set aside: a driver may still touch them\n",
+                    static_cast<unsigned long long>(set_aside));
+}
+
+void add_flags(CLI::App &app, Settings &s)
+{
+    namespace cli = kvblob::cli;
+    app.set_version_flag("--version", kvblob::tool_version_banner("kvblob-engine"));
+    app.add_option("-c,--config", s.config_path, "Driver config file (TOML)")->required();
+    constexpr uint64_t max_tokens = uint64_t{1} << 32;  // a token position is 32 bits
+    app.add_option("--requests", s.requests, "Requests the fetching instance serves")->transform(cli::Count(1u << 30));
+    app.add_option("--block-tokens", s.block_tokens, "Tokens per KV block")->transform(cli::Count(max_tokens));
+    app.add_option("--block-bytes", s.block_bytes, "Bytes of KV per block (K, M, G suffixes)")->transform(cli::MemorySize());
+    app.add_option("--system-tokens", s.system_tokens, "Tokens of the system prompt every request shares")
+        ->transform(cli::Count(max_tokens, true));
+    app.add_option("--turn-tokens", s.turn_tokens, "Tokens per conversation turn")->transform(cli::Count(max_tokens));
+    app.add_option("--salt", s.salt, "What separates this model's blocks from others' (model, dtype)");
+    app.add_option("--block-hash", s.block_hash_name,
+                   "How blocks are named: sha256, or xxh3 (faster; only where every request's tokens are trusted)")
+        ->check(CLI::IsMember({"sha256", "xxh3"}))
+        ->capture_default_str();
+    app.add_option("--seed", s.seed, "Seed of the workload");
+    app.add_option("--timeout", s.timeout_s, "Seconds an operation may take, and a slot may wait for a driver to let go")
+        ->check(cli::Seconds())
+        ->capture_default_str();
+    app.add_option("--duration", s.duration_s, "Seconds to keep serving rounds of the workload (default: one round)")
+        ->check(cli::Seconds());
+    auto *listen = app.add_option("--metrics-listen", s.metrics_listen,
+                                  "Serve the drivers' metrics at http://HOST:PORT/metrics while running "
+                                  "(127.0.0.1:9464; port 0: any free port)");
+    app.add_flag("--metrics-linger", s.metrics_linger, "After the run, keep serving /metrics until SIGINT or SIGTERM")
+        ->needs(listen);
+    app.add_option("--metrics-out", s.metrics_out, "Write the drivers' metrics at the end, in Prometheus' text format");
+    app.footer("Exit codes: 0 verified; 1 wrong bytes reported READY, or the run failed; 2 usage error (a "
+               "--metrics-listen address that cannot be bound included); 3 config or driver refused.");
+}
+
+// What the run holds at once: every request's tokens, and two instances'
+// caches of a slot and a spare per block of a request (plus one block to
+// verify). Empty when this machine has it.
+std::string memory_problem(const Settings &s)
+{
+    namespace cli = kvblob::cli;
+    const uint64_t tokens = s.system_tokens + 3 * uint64_t{s.turn_tokens};
+    const uint64_t pages = tokens / s.block_tokens;
+    const uint64_t need = cli::saturating_add(cli::saturating_mul(cli::saturating_mul(s.requests, tokens), 4),
+                                              cli::saturating_mul(4 * pages + 1, s.block_bytes));
+    try {
+        cli::require_memory(need, std::to_string(s.requests) + " requests of " + std::to_string(tokens) +
+                                      " tokens and 2 caches of 2 x " + std::to_string(pages) + " blocks of " +
+                                      cli::bytes_text(static_cast<double>(s.block_bytes)));
+    } catch (const std::invalid_argument &e) {
+        return e.what();
+    }
+    return {};
+}
+
+sigset_t stop_signals()
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    return set;
+}
+void block_stop_signals()
+{
+    const sigset_t set = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+void wait_for_stop_signal()
+{
+    const sigset_t set = stop_signals();
+    int signal = 0;
+    sigwait(&set, &signal);
+}
+
+// The run: both instances, then rounds of publishing and fetching until
+// --duration has passed (one round by default), then the metrics, while
+// the drivers are still open. Exit code as main's.
+int run(const Settings &s, const kvblob::tools::MetricsEndpoint *endpoint)
+{
+    const auto config = kvblob::read_driver_config(s.config_path);
+    const auto plugin = kvblob::load_configured_plugin(config);
+    const auto workload = engine::make_requests(s.requests, s.system_tokens, s.turn_tokens, s.seed);
+    const size_t pages = (s.system_tokens + 3 * s.turn_tokens) / s.block_tokens;
+    if (pages == 0) {
+        std::cerr << "kvblob-engine: a request is shorter than one block\n";
+        return 2;
+    }
+    // Opened before the banner: a driver that refuses an option is refused
+    // before the engine says it runs.
+    Instance publisher(plugin, config, pages, s.block_bytes), fetcher(plugin, config, pages, s.block_bytes);
+    std::cout << "kvblob-engine: driver " << plugin.name() << " " << plugin.version() << " from " << s.config_path
+              << "; " << s.requests << " requests of " << pages << " blocks of " << s.block_bytes << " bytes, named by "
+              << kvblob::to_string(s.block_hash) << std::endl;
+    Totals totals;
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.duration_s));
+    do {
+        publish_round(publisher, workload, s, totals);
+        fetch_round(fetcher, workload, s, totals);
+    } while (Clock::now() < until);
+    report(totals, workload.size(), pages, s.block_bytes, publisher.set_aside + fetcher.set_aside);
+    if (totals.wrong) {
+        std::printf("WRONG BYTES: %llu blocks reported READY held other bytes than computed\n",
+                    static_cast<unsigned long long>(totals.wrong));
+        return 1;
+    }
+    std::printf("verified: every delivered block matched its computed bytes\n");
+    if (!s.metrics_out.empty()) kvblob::tools::write_metrics_file(s.metrics_out, kvblob::metrics_of_open_drivers());
+    if (endpoint && s.metrics_linger) {
+        std::cout << "metrics: still serving " << endpoint->url() << " until SIGINT or SIGTERM" << std::endl;
+        wait_for_stop_signal();
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
 {
     CLI::App app{"An engine simulator that shares KV-cache blocks through a kvblob driver named by a config file."};
-    app.set_version_flag("--version", kvblob::tool_version_banner("kvblob-engine"));
-    std::string config_path, salt = "sim-model/fp16";
-    size_t requests = 64, block_tokens = 16, system_tokens = 64, turn_tokens = 48;
-    uint64_t block_bytes = 64 * 1024, seed = 1;
-    app.add_option("-c,--config", config_path, "Driver config file (TOML)")->required();
-    namespace cli = kvblob::cli;
-    constexpr uint64_t max_tokens = uint64_t{1} << 32;  // a token position is 32 bits
-    app.add_option("--requests", requests, "Requests the fetching instance serves")->transform(cli::Count(1u << 30));
-    app.add_option("--block-tokens", block_tokens, "Tokens per KV block")->transform(cli::Count(max_tokens));
-    app.add_option("--block-bytes", block_bytes, "Bytes of KV per block (K, M, G suffixes)")->transform(cli::MemorySize());
-    app.add_option("--system-tokens", system_tokens, "Tokens of the system prompt every request shares")
-        ->transform(cli::Count(max_tokens, true));
-    app.add_option("--turn-tokens", turn_tokens, "Tokens per conversation turn")->transform(cli::Count(max_tokens));
-    app.add_option("--salt", salt, "What separates this model's blocks from others' (model, dtype)");
-    std::string block_hash_name = "sha256";
-    app.add_option("--block-hash", block_hash_name,
-                   "How blocks are named: sha256, or xxh3 (faster; only where every request's tokens are trusted)")
-        ->check(CLI::IsMember({"sha256", "xxh3"}))
-        ->capture_default_str();
-    app.add_option("--seed", seed, "Seed of the workload");
-    double timeout_s = 30;
-    app.add_option("--timeout", timeout_s, "Seconds an operation may take, and a slot may wait for a driver to let go")
-        ->check(kvblob::cli::Seconds())
-        ->capture_default_str();
-    app.footer("Exit codes: 0 verified; 1 wrong bytes reported READY, or the run failed; 2 usage error; 3 config or driver refused.");
+    Settings s;
+    add_flags(app, s);
     if (auto done = kvblob::cli::parse(app, argc, argv)) return *done;
-    op_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-    const kvblob::BlockHash block_hash = kvblob::parse_block_hash(block_hash_name);
-    {
-        // What the run holds at once: every request's tokens, and two
-        // instances' caches of a slot and a spare per block of a request
-        // (plus one block to verify).
-        const uint64_t tokens = system_tokens + 3 * uint64_t{turn_tokens};
-        const uint64_t pages = tokens / block_tokens;
-        const uint64_t need = cli::saturating_add(cli::saturating_mul(cli::saturating_mul(requests, tokens), 4),
-                                                  cli::saturating_mul(4 * pages + 1, block_bytes));
-        try {
-            cli::require_memory(need,
-                                std::to_string(requests) + " requests of " + std::to_string(tokens) + " tokens and 2 caches of 2 x " +
-                                    std::to_string(pages) + " blocks of " + cli::bytes_text(static_cast<double>(block_bytes)));
-        } catch (const std::invalid_argument &e) {
-            std::cerr << "kvblob-engine: " << e.what() << "\n";
-            return cli::exit_usage;
-        }
+    op_timeout = std::chrono::milliseconds(static_cast<int64_t>(s.timeout_s * 1000));
+    s.block_hash = kvblob::parse_block_hash(s.block_hash_name);
+    if (const std::string problem = memory_problem(s); !problem.empty()) {
+        std::cerr << "kvblob-engine: " << problem << "\n";
+        return kvblob::cli::exit_usage;
     }
-
+    // SIGINT and SIGTERM end the lingering endpoint (sigwait), so every
+    // thread started from here on leaves them to it.
+    if (s.metrics_linger) block_stop_signals();
     try {
-        const auto config = kvblob::read_driver_config(config_path);
-        const auto plugin = kvblob::load_configured_plugin(config);
-        const auto workload = engine::make_requests(requests, system_tokens, turn_tokens, seed);
-        const size_t pages = (system_tokens + 3 * turn_tokens) / block_tokens;
-        if (pages == 0) {
-            std::cerr << "kvblob-engine: a request is shorter than one block\n";
-            return 2;
-        }
-        // Opened before the banner: a driver that refuses an option is refused
-        // before the engine says it runs.
-        Instance publisher(plugin, config, pages, block_bytes), fetcher(plugin, config, pages, block_bytes);
-        std::cout << "kvblob-engine: driver " << plugin.name() << " " << plugin.version() << " from " << config_path
-                  << "; " << requests << " requests of " << pages << " blocks of " << block_bytes << " bytes, named by "
-                  << kvblob::to_string(block_hash) << "\n";
-
-        // The publisher served every other request earlier: it computes their
-        // blocks and publishes them (a block already stored stays as it is).
-        uint64_t published = 0;
-        Clock::duration publish_time{};
-        for (size_t i = 0; i < workload.size(); i += 2) {
-            const auto keys = kvblob::packed_block_keys("sim", workload[i].tokens, block_tokens, salt, block_hash);
-            const auto offsets = publisher.writable(0, keys.size());  // the last put may still read a slot
-            for (size_t b = 0; b < keys.size(); ++b) engine::compute_block(keys[b], publisher.bytes(b), block_bytes);
-            const auto t0 = Clock::now();
-            auto results = kvblob::transfer_blocks(publisher.driver, kvblob::OpKind::put, keys, publisher.region.handle(),
-                                                   offsets, block_bytes, op_timeout, publisher.slots);
-            publish_time += Clock::now() - t0;
-            published += kvblob::resume_bound(results);
-            progress("publish", i / 2 + 1, (workload.size() + 1) / 2);
-        }
-
-        // The fetcher serves every request: the store's prefix first, then
-        // recompute from the resume bound.
-        uint64_t wanted = 0, delivered = 0, full_hits = 0, wrong = 0, fetched_bytes = 0;
-        Clock::duration fetch_time{};
-        for (size_t i = 0; i < workload.size(); ++i) {
-            const auto keys = kvblob::packed_block_keys("sim", workload[i].tokens, block_tokens, salt, block_hash);
-            wanted += keys.size();
-            const auto t0 = Clock::now();
-            const size_t stored = kvblob::stored_prefix(fetcher.driver, keys, op_timeout);
-            auto results = kvblob::transfer_blocks(fetcher.driver, kvblob::OpKind::get, keys.first(stored), fetcher.region.handle(),
-                                                   fetcher.writable(0, stored), block_bytes, op_timeout, fetcher.slots);
-            fetch_time += Clock::now() - t0;
-            // Delivered: READY and the driver done with the slot.
-            const size_t bound = kvblob::resume_bound(results);
-            std::vector<uint8_t> expected(block_bytes);
-            for (size_t b = 0; b < bound; ++b) {
-                engine::compute_block(keys[b], expected.data(), block_bytes);
-                if (std::memcmp(expected.data(), fetcher.bytes(b), block_bytes) != 0) ++wrong;
+        // Bound before any work: a port already taken is the user's to fix.
+        std::optional<kvblob::tools::MetricsEndpoint> endpoint;
+        if (!s.metrics_listen.empty()) {
+            try {
+                endpoint.emplace(kvblob::tools::parse_listen_address(s.metrics_listen));
+            } catch (const std::exception &e) {
+                std::cerr << "kvblob-engine: --metrics-listen " << e.what() << "\n";
+                return kvblob::cli::exit_usage;
             }
-            // Recompute what the store did not deliver, each into a slot no
-            // driver may still write (a failed get's may: it moves to a spare).
-            for (size_t b = bound; b < keys.size(); ++b) {
-                fetcher.writable(b);
-                engine::compute_block(keys[b], fetcher.bytes(b), block_bytes);
-            }
-            delivered += bound;
-            fetched_bytes += bound * block_bytes;
-            full_hits += bound == keys.size();
-            progress("fetch", i + 1, workload.size());
+            std::cout << "metrics: serving " << endpoint->url() << std::endl;
         }
-
-        std::printf("publisher: %zu requests, %llu blocks published (%.1f MiB) in %.3f s\n", (workload.size() + 1) / 2,
-                    static_cast<unsigned long long>(published), mib(published * block_bytes), seconds(publish_time));
-        std::printf("fetcher:   %zu requests, %llu blocks wanted, %llu delivered by the store (%.1f%%), %llu recomputed\n",
-                    workload.size(), static_cast<unsigned long long>(wanted), static_cast<unsigned long long>(delivered),
-                    100.0 * static_cast<double>(delivered) / static_cast<double>(wanted),
-                    static_cast<unsigned long long>(wanted - delivered));
-        std::printf("           resume bound: mean %.1f of %zu blocks; %llu requests served whole\n",
-                    static_cast<double>(delivered) / static_cast<double>(workload.size()), pages,
-                    static_cast<unsigned long long>(full_hits));
-        std::printf("           fetched %.1f MiB in %.3f s (%.2f GB/s, probe included)\n", mib(fetched_bytes),
-                    seconds(fetch_time), static_cast<double>(fetched_bytes) / 1e9 / std::max(seconds(fetch_time), 1e-9));
-        if (const uint64_t aside = publisher.set_aside + fetcher.set_aside)
-            std::printf("           %llu cache slots set aside: a driver may still touch them\n",
-                        static_cast<unsigned long long>(aside));
-        if (wrong) {
-            std::printf("WRONG BYTES: %llu blocks reported READY held other bytes than computed\n",
-                        static_cast<unsigned long long>(wrong));
-            return 1;
-        }
-        std::printf("verified: every delivered block matched its computed bytes\n");
-        return 0;
+        return run(s, endpoint ? &*endpoint : nullptr);
     } catch (const kvblob::ConfigError &e) {
         std::cerr << e.what() << "\n";
         return 3;

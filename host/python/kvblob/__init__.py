@@ -40,6 +40,8 @@ from ._kvblob import (  # noqa: F401
     __version__,
     block_keys,
     load,
+    metrics_of_open_drivers,
+    prometheus_text,
     resume_bound,
 )
 
@@ -240,5 +242,5 @@ Operation.__await__ = lambda self: _results_when_settled(self).__await__()
 
 __all__ = [
     "Access", "CallError", "ConfigError", "Driver", "Error", "LoadError", "Operation", "Plugin", "Region",
-    "RowResult", "RowStatus", "block_keys", "load", "resume_bound",
+    "RowResult", "RowStatus", "block_keys", "load", "metrics_of_open_drivers", "prometheus_text", "resume_bound",
 ]

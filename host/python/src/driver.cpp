@@ -1,6 +1,7 @@
 #include "driver.hpp"
 
 #include "errors.hpp"
+#include "metrics.hpp"
 #include "kvblob/host/capabilities.hpp"
 
 namespace kvblob::python {
@@ -58,6 +59,8 @@ void bind_driver(py::module_ &m)
     driver
         .def_property_readonly("name", [](PyDriver &d) { return d.get().name(); })
         .def_property_readonly("capabilities", [](PyDriver &d) { return capabilities_of(d.get().caps()); })
+        .def("metrics", [](PyDriver &d) { return metrics_dict(d.get().metrics()); },
+             "What the host has counted for this driver since it opened, as a dict (docs/metrics.md)")
         .def_property_readonly("completion_fd", [](PyDriver &d) { return d.get().completion_fd(); },
                                "Readable whenever the driver announces one of its operations (ABI 1.1 notify); "
                                "-1 when it does not notify. Owned by the driver: never close it")

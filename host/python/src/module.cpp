@@ -11,7 +11,7 @@
 //   memory go.
 //
 // One file per thing Python holds (conversions, row_result, region,
-// operation, driver, plugin, errors); this one puts the module together, in
+// operation, driver, plugin, errors, metrics); this one puts the module together, in
 // the order its types must be known.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -21,6 +21,7 @@
 
 #include "driver.hpp"
 #include "errors.hpp"
+#include "metrics.hpp"
 #include "kvblob/host/block_sequence.hpp"
 #include "kvblob/host/version.hpp"
 #include "operation.hpp"
@@ -42,6 +43,7 @@ PYBIND11_MODULE(_kvblob, m)
     bind_operation(m);
     bind_driver(m);
     bind_plugin(m);
+    bind_metrics(m);
     m.def("block_keys",
           [](const std::string &prefix, const std::vector<int32_t> &tokens, size_t tokens_per_block,
              const std::string &salt, const std::string &hash) {

@@ -49,12 +49,13 @@ void bind_plugin(py::module_ &m)
         .def_property_readonly("capabilities", [](PyPlugin &p) {
             // Declared at open: a driver opened with the plugin's (or the
             // config's) options tells them, and is closed again.
-            auto d = p.open(std::nullopt);
+            auto d = p.open(std::nullopt, std::nullopt);
             py::dict caps = capabilities_of(d->get().caps());
             d->close(std::nullopt);
             return caps;
         })
-        .def("open", &PyPlugin::open, py::arg("options") = py::none());
+        .def("open", &PyPlugin::open, py::arg("options") = py::none(), py::kw_only(),
+             py::arg("metrics_label") = py::none());
 
     m.def("load", &load, py::arg("spec"), py::kw_only(), py::arg("allow_untrusted") = false,
           py::arg("sha256") = "",

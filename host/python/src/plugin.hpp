@@ -37,15 +37,22 @@ struct PyPlugin {
             }
         return all;
     }
-    std::shared_ptr<PyDriver> open(const std::optional<py::dict> &options)
+    // metrics_label, when given, is the instance label of the driver's
+    // metrics (over a config file's [metrics] label).
+    std::shared_ptr<PyDriver> open(const std::optional<py::dict> &options, const std::optional<std::string> &metrics_label)
     {
         const Options given = merged(options);
         auto d = std::make_shared<PyDriver>();
         py::gil_scoped_release nogil;
         // From a config file, a value of the file's the driver refuses is
         // named at its line (ConfigError).
-        d->driver = std::make_unique<Driver>(config ? open_configured_driver(*plugin, *config, given)
-                                                    : plugin->open(given));
+        if (config) {
+            DriverConfig labelled = *config;
+            if (metrics_label) labelled.metrics_label = *metrics_label;
+            d->driver = std::make_unique<Driver>(open_configured_driver(*plugin, labelled, given));
+        } else {
+            d->driver = std::make_unique<Driver>(plugin->open(given, {}, {}, metrics_label.value_or("")));
+        }
         return d;
     }
 };

@@ -72,6 +72,21 @@ std::string scalar_text(const fs::path &file, const std::string &name, const tom
     fail(file, node.source(), "option '" + name + "' must be a string, a number or a boolean");
 }
 
+// [metrics] label = "...": the instance label of the driver's metrics.
+std::string metrics_label(const fs::path &file, const toml::node &node)
+{
+    const auto *table = node.as_table();
+    if (!table) fail(file, node.source(), "[metrics] must be a table");
+    only_keys(file, *table, {"label"}, "[metrics]");
+    const auto *label = table->get("label");
+    if (!label) return {};
+    if (!label->is_string()) fail(file, label->source(), "[metrics] label must be a string");
+    const std::string &text = label->as_string()->get();
+    if (const std::string problem = metrics_label_problem(text); !problem.empty())
+        fail(file, label->source(), "[metrics] label " + problem);
+    return text;
+}
+
 }  // namespace
 
 DriverConfig read_driver_config(const fs::path &file)
@@ -84,7 +99,7 @@ DriverConfig read_driver_config(const fs::path &file)
     } catch (const toml::parse_error &e) {
         fail(file, e.source(), std::string(e.description()));
     }
-    only_keys(file, root, {"driver"}, "the file");
+    only_keys(file, root, {"driver", "metrics"}, "the file");
     auto *driver = root["driver"].as_table();
     if (!driver) throw ConfigError(file, 0, 0, "no [driver] table: name the driver to load");
     only_keys(file, *driver, {"name", "path", "search_path", "options", "sha256", "allow_untrusted_file"}, "[driver]");
@@ -130,6 +145,7 @@ DriverConfig read_driver_config(const fs::path &file)
         if (!allow->is_boolean()) fail(file, allow->source(), "allow_untrusted_file must be true or false");
         config.allow_untrusted_file = allow->as_boolean()->get();
     }
+    if (const auto *metrics = root.get("metrics")) config.metrics_label = metrics_label(file, *metrics);
     if (const auto *opts = driver->get("options")) {
         const auto *table = opts->as_table();
         if (!table) fail(file, opts->source(), "[driver.options] must be a table of key = value");
@@ -166,7 +182,7 @@ Driver open_configured_driver(const Plugin &plugin, const DriverConfig &config, 
     Options all = config.options;
     all.insert(all.end(), extra.begin(), extra.end());
     try {
-        return plugin.open(all, std::move(log));
+        return plugin.open(all, std::move(log), {}, config.metrics_label);
     } catch (const LoadError &e) {
         if (e.stage() != LoadStage::init || e.rule() != "R-OPN-1") throw;
         // The option the driver's message names first (R-OPN-1 says it names

@@ -10,7 +10,13 @@ namespace kvblob {
 
 namespace {
 
-AdmissionVerdict refuse(std::string rule, std::string reason) { return {std::move(rule), std::move(reason), {}}; }
+AdmissionVerdict refuse(std::string rule, std::string reason)
+{
+    AdmissionVerdict verdict;
+    verdict.rule = std::move(rule);
+    verdict.reason = std::move(reason);
+    return verdict;
+}
 
 // "row 3": how a refusal names the row it refuses, put together only then.
 std::string row_words(uint64_t r) { return "row " + std::to_string(r); }
@@ -168,6 +174,10 @@ AdmissionVerdict admit(const kvblob_caps_t &caps, OpKind kind, const kvblob_batc
         if (total > caps.max_object_bytes)
             return refuse("R-ADM-5", row_words(r) + " is " + std::to_string(total) + " bytes, over max_object_bytes " +
                                          std::to_string(caps.max_object_bytes));
+        if (r == 0) ok.uniform_row_bytes = total;
+        if (ok.row_bytes.empty() && total == ok.uniform_row_bytes) continue;
+        if (ok.row_bytes.empty()) ok.row_bytes.assign(r, ok.uniform_row_bytes);
+        ok.row_bytes.push_back(total);
     }
     return ok;
 }

@@ -32,6 +32,11 @@ struct AdmissionVerdict {
     std::string rule;  // empty when admitted
     std::string reason;
     std::vector<kvblob_region_t *> regions;  // distinct regions the batch names
+    // Each row's bytes (its spans' lengths) for the metrics: one figure when
+    // every row has the same (a batch of equal KV blocks, the usual case,
+    // costs no allocation), a list otherwise. Zero for probe and remove.
+    uint64_t uniform_row_bytes = 0;
+    std::vector<uint64_t> row_bytes;
 };
 
 // How admit finds a registration: any callable taking a region handle and

@@ -17,6 +17,7 @@
 #include "driver_core.hpp"
 #include "kvblob/host/keep_alive.hpp"
 #include "memory_kind.hpp"
+#include "metrics/tick_clock.hpp"
 #include "watch.hpp"
 
 namespace kvblob {
@@ -27,8 +28,9 @@ namespace {
 void log_trampoline(void *context, kvblob_log_level level, const char *message)
 {
     try {
-        const auto &sink = static_cast<const DriverCore::Services *>(context)->sink;
-        if (sink) sink(level, message ? message : "(null)");
+        const auto &services = *static_cast<const DriverCore::Services *>(context);
+        if (services.metrics) services.metrics->log_line(level);
+        if (services.sink) services.sink(level, message ? message : "(null)");
     } catch (...) {
     }
 }
@@ -62,6 +64,7 @@ const char *level_name(kvblob_log_level level)
 
 constexpr auto default_shutdown_timeout = std::chrono::seconds(10);
 
+
 }  // namespace
 
 LogSink stderr_log_sink(const std::string &driver_name)
@@ -94,10 +97,13 @@ CallError::CallError(kvblob_status status, std::string rule, const std::string &
 // ---- DriverCore -----------------------------------------------------------
 
 DriverCore::DriverCore(std::shared_ptr<Library> lib, const kvblob_plugin_t *t, std::string n, LogSink s,
-                       uint32_t abi, NotifySink observer, bool lend_notify)
+                       uint32_t abi, NotifySink observer, bool lend_notify, std::string metrics_label,
+                       bool count_metrics)
     : library(std::move(lib)), table(t), name(std::move(n)), abi_version(abi),
+      metrics_(count_metrics ? std::make_shared<DriverMetrics>(name, std::move(metrics_label)) : nullptr),
       services_(std::make_unique<Services>())
 {
+    services_->metrics = metrics_;
     services_->sink = std::move(s);
     services_->observer = std::move(observer);
     // Sized for the negotiated version: a 1.0 driver sees a 1.0 record.
@@ -126,14 +132,23 @@ DriverCore::~DriverCore()
         // the driver may still use, never released.
         for (auto *op : parked_) keep_alive_for_good(op);
         for (auto *r : pinned_) keep_alive_for_good(r);
+        return;  // still open: its metrics stay listed, with the memory it pins
     }
+    if (metrics_) withdraw_metrics(metrics_.get());
 }
 
 void DriverCore::adopt(kvblob_driver_t *h, const kvblob_caps_t &c)
 {
     handle = h;
     caps = c;
+    if (metrics_) metrics_->declare_access_bound(c.flags & KVBLOB_CAP_ACCESS_BOUND ? c.access_end_bound_ns : 0);
     // scenarios: looked up and checked by the loader (host/src/loading/plugin.cpp).
+}
+
+void DriverCore::publish_metrics()
+{
+    if (!metrics_ || std::exchange(published_, true)) return;
+    kvblob::publish_metrics(metrics_);
 }
 
 void DriverCore::note(kvblob_log_level level, const std::string &message) const
@@ -145,6 +160,7 @@ void DriverCore::threw(const char *slot, const std::string &what) noexcept
 {
     try {
         std::lock_guard lock(thrown_mu_);
+        if (metrics_) metrics_->contract_broken("exception");
         thrown_pending_.store(true, std::memory_order_release);
         thrown_.push_back("driver " + name + " threw a C++ exception out of " + slot +
                           " across the C ABI (" + what + "); the call is taken as refused, not final, its access "
@@ -277,6 +293,7 @@ kvblob_status DriverCore::shutdown(std::chrono::nanoseconds timeout)
     }
     closed_ = true;
     handle = nullptr;
+    if (metrics_) withdraw_metrics(metrics_.get());
     return KVBLOB_OK;
 }
 
@@ -304,6 +321,7 @@ kvblob_region_t *DriverCore::register_region(const kvblob_region_desc_t &desc)
                         "driver " + name + " refused the registration: " + err);
     Locked locked(*this);
     regions_[region] = RegionRecord{static_cast<const uint8_t *>(desc.base), desc.size, desc.kind, 0, false};
+    if (metrics_) metrics_->region_registered(desc.size);
     return region;
 }
 
@@ -327,12 +345,16 @@ kvblob_status DriverCore::unregister_locked(kvblob_region_t *region)
     if (it->second.pinned) return KVBLOB_E_UNPROVABLE;  // R-REG-2: for good
     if (it->second.open_ops) return KVBLOB_E_BUSY;      // R-REG-1: the driver is not even asked
     kvblob_status st = call(&kvblob_plugin_t::unregister_region, "unregister_region", KVBLOB_E_INTERNAL, handle, region);
-    if (st == KVBLOB_OK) regions_.erase(it);
+    if (st == KVBLOB_OK) {
+        if (metrics_) metrics_->region_unregistered(it->second.size);
+        regions_.erase(it);
+    }
     return st;
 }
 
 kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
 {
+    const uint64_t submitted_at = metrics_ ? tick_clock::now() : 0;
     auto field = &kvblob_plugin_t::put;  // the four slots share one signature
     bool declared = true;
     switch (kind) {
@@ -341,20 +363,25 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
     case OpKind::probe: field = &kvblob_plugin_t::probe, declared = caps.flags & KVBLOB_CAP_PROBE; break;
     case OpKind::remove: field = &kvblob_plugin_t::remove, declared = caps.flags & KVBLOB_CAP_REMOVE; break;
     }
-    if (!declared || !(table->*field))
+    if (!declared || !(table->*field)) {
+        if (metrics_) metrics_->submitted_unlocked(kind), metrics_->refused(kind, "R-CAP-1");
         throw CallError(KVBLOB_E_UNSUPPORTED, "R-CAP-1",
                         std::string(to_string(kind)) + " is not declared by driver " + name);
+    }
     AdmissionVerdict verdict;
     {
         Locked locked(*this);
+        if (metrics_) metrics_->submitted(kind);
         verdict = admit(caps, kind, batch, [&](kvblob_region_t *r) -> const RegionRecord * {
             auto it = regions_.find(r);
             return it == regions_.end() ? nullptr : &it->second;
         });
-        if (!verdict.rule.empty())
+        if (!verdict.rule.empty()) {
+            if (metrics_) metrics_->refused(kind, verdict.rule);
             throw CallError(KVBLOB_E_REJECTED, verdict.rule,
                             std::string(to_string(kind)) + " refused before reaching driver " + name + ": " +
                                 verdict.reason);
+        }
         // Counted before dispatch, so no unregister can slip in meanwhile.
         for (auto *r : verdict.regions) ++regions_[r].open_ops;
     }
@@ -372,13 +399,15 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
         const bool refused = st == KVBLOB_E_REJECTED || st == KVBLOB_E_CLOSED;
         for (auto *r : verdict.regions) {
             --regions_[r].open_ops;
-            if (!refused) regions_[r].pinned = true;
+            if (!refused) pin_locked(regions_[r]);
         }
         std::smatch rule;
         const std::string text = err;
         const bool cited = std::regex_search(text, rule, std::regex(R"(R-[A-Z]+-[0-9]+)"));
         std::string what = std::string(to_string(kind)) + " refused by driver " + name + ": " + text;
+        if (metrics_) metrics_->refused(kind, cited ? rule.str() : "driver");
         if (!refused) {
+            if (metrics_) metrics_->contract_broken("R-ADM-1");
             const std::string answer = st == KVBLOB_OK ? std::string("OK without an operation") : kvblob_status_name(st);
             if (!verdict.regions.empty())
                 queue_note(KVBLOB_LOG_MISBEHAVING,
@@ -396,7 +425,11 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
     record.kind = kind;
     record.rows = batch.row_count;
     record.regions = std::move(verdict.regions);
+    record.submitted_at = submitted_at;
+    record.uniform_row_bytes = verdict.uniform_row_bytes;
+    record.row_bytes = std::move(verdict.row_bytes);
     ops_[op] = std::move(record);
+    if (metrics_) metrics_->admitted();
     return op;
 }
 
@@ -408,15 +441,24 @@ kvblob_access DriverCore::observe_access(kvblob_op_t *op, OpRecord &record)
         for (auto *r : record.regions)
             if (auto it = regions_.find(r); it != regions_.end() && it->second.open_ops) --it->second.open_ops;
         record.access_settled = true;
+        // Seen ended at the first look after final: it stayed open no time
+        // the host could see, and costs no clock reading.
+        if (metrics_ && record.final_seen)
+            metrics_->access_ended(record.kind, record.open_after_final
+                                                    ? tick_clock::between(record.final_at, tick_clock::now())
+                                                    : std::chrono::nanoseconds(0));
     } else if (a == KVBLOB_ACCESS_UNPROVABLE) {
         for (auto *r : record.regions)
-            if (auto it = regions_.find(r); it != regions_.end()) it->second.pinned = true;
+            if (auto it = regions_.find(r); it != regions_.end()) pin_locked(it->second);
         record.access_settled = true;
         queue_note(KVBLOB_LOG_WARN, "driver " + name + ": an operation's access is unprovable; its " +
                                   std::to_string(record.regions.size()) +
                                   " region(s) stay registered and their memory must stay alive for the life of "
                                   "the process (R-REG-2)");
-    } else if (a != KVBLOB_ACCESS_OPEN) {
+    } else if (a == KVBLOB_ACCESS_OPEN) {
+        if (record.final_seen) record.open_after_final = true;
+    } else {
+        if (metrics_) metrics_->contract_broken("R-ACC-1");
         if (record.rules_logged.insert("R-ACC-1").second)
             queue_note(KVBLOB_LOG_MISBEHAVING, "driver " + name + " broke R-ACC-1: access answered " + std::to_string(a) +
                                              "; taken as still open");
@@ -470,8 +512,13 @@ bool DriverCore::observe_final(kvblob_op_t *op, OpRecord &record)
 
 bool DriverCore::judge_final(bool final, OpRecord &record)
 {
+    if (metrics_ && final && !record.final_seen) {
+        record.final_at = tick_clock::now();
+        metrics_->until_final(record.kind, tick_clock::between(record.submitted_at, record.final_at));
+    }
     if (final) record.final_seen = true;
     if (!final && record.final_seen) {
+        if (metrics_) metrics_->contract_broken("R-ROW-1");
         if (record.rules_logged.insert("R-ROW-1 poll").second)
             queue_note(KVBLOB_LOG_MISBEHAVING,
                        "driver " + name + " broke R-ROW-1: poll went back from final; the operation stays final");
@@ -510,24 +557,60 @@ std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
     const kvblob_status st = record.rows ? call(&kvblob_plugin_t::results, "results", KVBLOB_E_INTERNAL, handle, op,
                                                  uint64_t{0}, record.rows, raw.data())
                                           : KVBLOB_OK;
-    std::vector<RowStatus> out(record.rows);
     if (!final) {  // rows may still be pending; nothing is final to check yet
+        std::vector<RowStatus> out(record.rows);
         for (size_t i = 0; i < raw.size(); ++i)
             out[i] = {st == KVBLOB_OK ? raw[i].result : KVBLOB_ROW_PENDING, raw[i].driver_code};
         return out;
     }
+    return judged_rows(record, st, raw);
+}
+
+std::vector<RowStatus> DriverCore::judged_rows(OpRecord &record, kvblob_status st,
+                                               const std::vector<kvblob_row_status_t> &raw)
+{
+    std::vector<RowStatus> out(raw.size());
     const RowStatus *first = record.first_final ? record.first_final->data() : nullptr;
+    // The first final answer is the one that stands (R-ROW-1): its rows are
+    // counted, once, in the same pass that checks them.
+    const bool count = !first && metrics_;
+    std::array<uint64_t, KVBLOB_ROW_RESULT_LAST + 1> rows{};
+    uint64_t ready_bytes = 0;
+    const uint64_t *each_bytes = record.row_bytes.empty() ? nullptr : record.row_bytes.data();
     for (size_t i = 0; i < raw.size(); ++i) {
         CheckedRow checked = check_answer(record.kind, record.cancel_requested, st, raw[i], first ? first + i : nullptr);
         out[i] = checked.status;
+        if (count && static_cast<uint32_t>(out[i].result) <= KVBLOB_ROW_RESULT_LAST) {
+            ++rows[static_cast<size_t>(out[i].result)];
+            if (out[i].result == KVBLOB_ROW_READY) ready_bytes += each_bytes ? each_bytes[i] : record.uniform_row_bytes;
+        }
         if (!checked.broken_rule) continue;
+        if (metrics_) metrics_->contract_broken(checked.broken_rule);
         record.host_messages[i] = std::string("host: driver broke ") + checked.broken_rule + ": " + checked.why;
         if (record.rules_logged.insert(checked.broken_rule).second)
             queue_note(KVBLOB_LOG_MISBEHAVING, "driver " + name + " broke " + checked.broken_rule + " (row " +
                                              std::to_string(i) + "): " + checked.why);
     }
+    if (count) metrics_->rows(record.kind, rows, ready_bytes);
     if (!record.first_final) record.first_final = out;
     return out;
+}
+
+void DriverCore::count_unread_rows(kvblob_op_t *op, OpRecord &record)
+{
+    if (record.first_final || !metrics_) return;
+    std::vector<kvblob_row_status_t> raw(record.rows,
+                                         kvblob_row_status_t{sizeof(kvblob_row_status_t), KVBLOB_ROW_PENDING, 0, 0});
+    const kvblob_status st = record.rows ? call(&kvblob_plugin_t::results, "results", KVBLOB_E_INTERNAL, handle, op,
+                                                 uint64_t{0}, record.rows, raw.data())
+                                          : KVBLOB_OK;
+    judged_rows(record, st, raw);
+}
+
+void DriverCore::pin_locked(RegionRecord &region)
+{
+    if (std::exchange(region.pinned, true)) return;
+    if (metrics_) metrics_->region_pinned(region.size);
 }
 
 std::string DriverCore::message(kvblob_op_t *op, uint64_t row)
@@ -577,8 +660,12 @@ kvblob_status DriverCore::release_locked(kvblob_op_t *op)
     const kvblob_access a = observe_access(op, it->second);
     if (a == KVBLOB_ACCESS_UNPROVABLE) return KVBLOB_E_UNPROVABLE;  // kept for good (R-OPS-1)
     if (a != KVBLOB_ACCESS_ENDED || !observe_final(op, it->second)) return KVBLOB_E_BUSY;  // the driver is not asked
+    count_unread_rows(op, it->second);
     kvblob_status st = call(&kvblob_plugin_t::release, "release", KVBLOB_E_INTERNAL, handle, op);
-    if (st == KVBLOB_OK) ops_.erase(it);
+    if (st == KVBLOB_OK) {
+        ops_.erase(it);
+        if (metrics_) metrics_->released();
+    }
     return st;
 }
 
@@ -753,6 +840,7 @@ kvblob_driver_t *Driver::handle() const noexcept { return core_->handle; }
 const kvblob_caps_t &Driver::caps() const noexcept { return core_->caps; }
 const kvblob_scenarios_t *Driver::scenarios() const noexcept { return core_->scenarios; }
 const std::string &Driver::name() const noexcept { return core_->name; }
+MetricsSnapshot Driver::metrics() const { return core_->metrics_snapshot(); }
 int Driver::completion_fd() const noexcept
 {
     if (!core_->notifies()) return -1;

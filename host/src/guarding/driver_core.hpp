@@ -26,19 +26,33 @@
 
 #include "admission.hpp"
 #include "kvblob/host/types.hpp"
+#include "kvblob/host/metrics.hpp"
 #include "loading/library.hpp"
+#include "metrics/driver_metrics.hpp"
 
 namespace kvblob {
 
 class DriverCore {
 public:
     DriverCore(std::shared_ptr<Library> library, const kvblob_plugin_t *table, std::string name, LogSink sink,
-               uint32_t abi_version = KVBLOB_ABI_VERSION, NotifySink observer = {}, bool lend_notify = true);
+               uint32_t abi_version = KVBLOB_ABI_VERSION, NotifySink observer = {}, bool lend_notify = true,
+               std::string metrics_label = {}, bool count_metrics = true);
     DriverCore(const DriverCore &) = delete;
     DriverCore &operator=(const DriverCore &) = delete;
     ~DriverCore();
 
     void adopt(kvblob_driver_t *handle, const kvblob_caps_t &caps);
+    // Lists this driver among the open ones (metrics_of_open_drivers), once
+    // the loader has accepted it; it leaves the list when it closes.
+    void publish_metrics();
+    // Zeros, but for the names, where counting is off (LoadOptions::count_metrics).
+    MetricsSnapshot metrics_snapshot() const
+    {
+        if (metrics_) return metrics_->snapshot();
+        MetricsSnapshot empty;
+        empty.driver = name;
+        return empty;
+    }
     void note(kvblob_log_level level, const std::string &message) const;
     kvblob_status shutdown(std::chrono::nanoseconds timeout);
     // The caller asked for a shutdown while it still holds regions or
@@ -69,6 +83,7 @@ public:
         NotifySink observer;  // sees each announcement first; may be empty
         Notifier notifier;  // what the driver's notify (ABI 1.1) reaches
         WaitHistory waits;  // how long Operation::wait has waited lately
+        std::shared_ptr<DriverMetrics> metrics;  // counts the driver's log lines
         kvblob_host_services_t table{};
     };
     const kvblob_host_services_t *services() const { return &services_->table; }
@@ -144,6 +159,14 @@ private:
     struct OpRecord {
         OpKind kind = OpKind::put;
         uint64_t rows = 0;
+        // What the metrics need: when it was submitted and first seen final
+        // (metrics/tick_clock.hpp), whether its access was seen still open
+        // after that, and each row's bytes (one figure when every row has
+        // the same).
+        uint64_t submitted_at = 0, final_at = 0;
+        bool open_after_final = false;
+        uint64_t uniform_row_bytes = 0;
+        std::vector<uint64_t> row_bytes;  // empty when uniform
         std::vector<kvblob_region_t *> regions;
         bool access_settled = false;  // ENDED or UNPROVABLE seen and accounted
         bool cancel_requested = false;
@@ -176,7 +199,19 @@ private:
     // driver.
     OpRecord &record_of(kvblob_op_t *op, const char *member);
     kvblob_status unregister_locked(kvblob_region_t *region);
+    // Caller holds mu_. The host's answer for each row of a final operation
+    // (check_answer); the first final answer is kept and counted.
+    std::vector<RowStatus> judged_rows(OpRecord &record, kvblob_status st, const std::vector<kvblob_row_status_t> &raw);
+    // Caller holds mu_. Counts a final operation's rows once, asking the
+    // driver for them when the caller never did (an operation released or
+    // abandoned unread).
+    void count_unread_rows(kvblob_op_t *op, OpRecord &record);
+    // Caller holds mu_. Marks a registration pinned for good, counting its
+    // bytes once.
+    void pin_locked(RegionRecord &region);
 
+    std::shared_ptr<DriverMetrics> metrics_;  // null where counting is off
+    bool published_ = false;
     std::unique_ptr<Services> services_;
     std::mutex mu_;
     std::unordered_map<kvblob_region_t *, RegionRecord> regions_;

@@ -395,6 +395,7 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     plugin.table_ = &t;
     plugin.abi_version_ = n.chosen_abi_version;
     plugin.lend_notify_ = options.lend_notify;
+    plugin.count_metrics_ = options.count_metrics;
     return plugin;
 }
 
@@ -435,9 +436,11 @@ std::vector<kvblob_option_desc_t> Plugin::options() const
     return {table_->options, table_->options + table_->option_count};
 }
 
-Driver Plugin::open(const Options &options, LogSink log, NotifySink observe) const
+Driver Plugin::open(const Options &options, LogSink log, NotifySink observe, const std::string &metrics_label) const
 {
     const std::string file = path_.string();
+    if (const std::string problem = metrics_label_problem(metrics_label); !problem.empty())
+        throw std::invalid_argument("the metrics label of driver " + name() + " " + problem);
     trace(LoadStage::init, file, "open with " + std::to_string(options.size()) + " option(s)");
     std::vector<kvblob_option_t> raw;
     raw.reserve(options.size());
@@ -453,7 +456,8 @@ Driver Plugin::open(const Options &options, LogSink log, NotifySink observe) con
             inner(level, without_secrets(message, secrets));
         };
     auto core = std::make_shared<DriverCore>(library_, table_, name(), std::move(sink), abi_version_,
-                                             std::move(observe), lend_notify_);
+                                             std::move(observe), lend_notify_, metrics_label,
+                                             count_metrics_);
     kvblob_open_args_t args{};
     args.struct_size = sizeof args;
     args.abi_version = abi_version_;
@@ -483,6 +487,7 @@ Driver Plugin::open(const Options &options, LogSink log, NotifySink observe) con
         core->shutdown(std::chrono::seconds(1));
         refuse(file, LoadStage::init, problems);
     }
+    core->publish_metrics();
     trace(LoadStage::init, file, "ready");
     return Driver(std::move(core));
 }

@@ -11,6 +11,9 @@
 //   store = "engine-a"
 //   capacity = "1G"
 //   workers = 4                  # integers and booleans are passed as text
+//
+//   [metrics]                    # optional
+//   label = "prefill-0"          # the instance label of the driver's metrics
 #pragma once
 
 #include <filesystem>
@@ -49,6 +52,7 @@ struct DriverConfig {
     std::vector<std::filesystem::path> search_path;  // absolute
     std::string sha256;                              // empty: not pinned
     bool allow_untrusted_file = false;
+    std::string metrics_label;  // [metrics] label: the instance label of the driver's metrics
 };
 
 // Reads and checks file. Throws ConfigError.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kvblob/host/metrics.hpp"
 #include "kvblob/host/types.hpp"
 
 namespace kvblob {
@@ -122,6 +123,9 @@ public:
     // The scenario-hook extension, or nullptr when the driver offers none.
     const kvblob_scenarios_t *scenarios() const noexcept;
     const std::string &name() const noexcept;
+    // What the host has counted for this driver since it opened (see
+    // kvblob/host/metrics.hpp); never waits for the driver.
+    MetricsSnapshot metrics() const;
     // For an engine's own event loop: a non-blocking eventfd that becomes
     // readable whenever the driver announces that one of its operations
     // became final or ended its access (KVBLOB_CAP_NOTIFY). Owned by the

@@ -83,7 +83,12 @@ public:
     // Opens a driver (stage init). Throws LoadError when open fails
     // (R-LOAD-9, R-OPN-1) or declares malformed capabilities (R-LOAD-8).
     // observe, when set, sees every announcement the driver makes.
-    Driver open(const Options &options = {}, LogSink log = {}, NotifySink observe = {}) const;
+    // metrics_label is the instance label of the driver's metrics (see
+    // kvblob/host/metrics.hpp), so that two opens of one driver are told
+    // apart; one that metrics_label_problem refuses throws
+    // std::invalid_argument before the driver is opened.
+    Driver open(const Options &options = {}, LogSink log = {}, NotifySink observe = {},
+                const std::string &metrics_label = {}) const;
 
 private:
     Plugin() = default;
@@ -92,6 +97,7 @@ private:
     const kvblob_plugin_t *table_ = nullptr;
     uint32_t abi_version_ = 0;
     bool lend_notify_ = true;
+    bool count_metrics_ = true;
 };
 
 }  // namespace kvblob

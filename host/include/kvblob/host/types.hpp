@@ -72,6 +72,11 @@ struct LoadOptions {
     // the command-line tools say --allow-untrusted-plugin). Last, so that
     // the fields above keep their places in aggregate initialization.
     std::string allow_untrusted_words = "allow_untrusted_file";
+    // Count the drivers' metrics (kvblob/host/metrics.hpp). false: their
+    // snapshots stay zero and they are not listed among the open drivers.
+    // For kvblob-bench --metrics, which measures what counting costs;
+    // engines leave it.
+    bool count_metrics = true;
 };
 
 
