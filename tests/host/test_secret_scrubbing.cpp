@@ -4,7 +4,6 @@
 // run forever, so each case runs in a child process under an alarm: a hang
 // is a failed case, not a hung suite.
 #include <doctest/doctest.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +15,8 @@
 
 namespace {
 
-// without_secrets(text, secrets) computed by a child given 10 s and 1 GiB;
-// nullopt when it did not answer within them.
+// without_secrets(text, secrets) computed by a child given 10 s; nullopt
+// when it did not answer within them.
 std::optional<std::string> scrubbed(const std::string &text, const std::vector<std::string> &secrets)
 {
     int out[2];
@@ -26,9 +25,7 @@ std::optional<std::string> scrubbed(const std::string &text, const std::vector<s
     REQUIRE(pid >= 0);
     if (pid == 0) {
         close(out[0]);
-        alarm(10);
-        const rlimit memory{1ul << 30, 1ul << 30};
-        setrlimit(RLIMIT_AS, &memory);
+        alarm(10);  // no memory limit: a sanitizer's reservations pass any
         const std::string result = kvblob::without_secrets(text, secrets);
         for (size_t done = 0; done < result.size();) {
             const ssize_t n = write(out[1], result.data() + done, result.size() - done);
