@@ -166,6 +166,21 @@ TEST_CASE("a driver that floods stdout: the runner's report is its own, and says
     std::filesystem::remove(junit);
 }
 
+TEST_CASE("a driver's stdout shown in the report carries no secret option value")
+{
+    // The fixture's last line repeats the secret option token: the report
+    // shows it redacted, as it shows the options.
+    const auto json = temp_path("stdout-secret.json"), junit = temp_path("stdout-secret.xml");
+    auto r = runner("--driver " + hostile("stdout_flood") + " --option token=s3cret-in-stdout"
+                    " --filter data.round-trip.one-row --json " + json + " --junit " + junit);
+    INFO(r.output.substr(0, 4096));
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("its last line: 'the flood's last line, token <redacted>'") != std::string::npos);
+    for (const auto &text : {r.output, slurp(json), slurp(junit)}) CHECK(text.find("s3cret-in-stdout") == std::string::npos);
+    std::filesystem::remove(json);
+    std::filesystem::remove(junit);
+}
+
 TEST_CASE("a driver that never touches a held page while it is held earns NOT_EXERCISED, never PASS")
 {
     // The fixture waits (mincore) until the pages of its keys and spans are
