@@ -31,6 +31,7 @@ ROOMS = [
     ("host/src/shared/", "host-shared"),
     ("host/python/", "python"),
     ("plugins/support/", "support"),
+    ("plugins/tiered/", "tiered"),
     ("plugins/", "drivers"),
     ("conformance-runner/", "runner"),
     ("bench/", "bench"),
@@ -66,6 +67,9 @@ ALLOWED = {
     "python": ["abi", "host-api"],
     "support": ["abi"],
     "drivers": ["abi", "support"],
+    # The tiered driver loads its tiers through the host library, as an
+    # engine does, so that each tier gets the loader's checks.
+    "tiered": ["abi", "support", "host-api"],
     "tools-common": ["abi", "host-api", "host-internal"],
     "tools": ["abi", "host-api", "host-internal", "tools-common"],
     "runner": ["abi", "host-api", "host-internal", "tools-common"],
@@ -167,6 +171,7 @@ def self_test():
         "host/src/loading/good.cpp": '#include "guarding/driver_core.hpp"\n#include <vector>\n',
         "conformance-runner/src/good.cpp": '#include "kvblob/cli/quantities.hpp"\n#include "kvblob/host/plugin.hpp"\n',
         "host/src/guarding/good.cpp": '#include "kvblob/host/driver.hpp"\n',
+        "plugins/tiered/good.cpp": '#include "kvblob/host/plugin.hpp"\n',
     }
     targets = ["host/include/kvblob/host/plugin.hpp", "host/include/kvblob/host/driver.hpp",
                "host/internal/kvblob/host/json.hpp", "tools/common/include/kvblob/cli/quantities.hpp",

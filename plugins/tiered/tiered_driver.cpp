@@ -1,0 +1,458 @@
+#include "tiered_driver.hpp"
+
+#include <kvblob/host/batch.hpp>
+#include <kvblob/support/limits.hpp>
+#include <kvblob/support/options.hpp>
+#include <kvblob/support/plugin_glue.hpp>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "tier_options.hpp"
+
+namespace kvblob::tiered {
+
+extern const support::OptionTable tiered_options;  // plugin.cpp
+
+namespace {
+
+// The folder this driver's own file is in: where its tiers' plugins are
+// looked for after KVBLOB_DRIVER_PATH (the bundled drivers sit together).
+std::filesystem::path own_folder()
+{
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void *>(&own_folder), &info) == 0 || !info.dli_fname) return {};
+    std::error_code ec;
+    auto path = std::filesystem::canonical(info.dli_fname, ec);
+    return ec ? std::filesystem::path(info.dli_fname).parent_path() : path.parent_path();
+}
+
+const char *kind_name(kvblob::OpKind kind) { return kvblob::to_string(kind); }
+
+// What a tier's refusal of the tiered open says: the tier, its driver, and
+// the loader's stage and rules (the host took the tier's secrets out).
+std::string refusal(const Tier &tier, const kvblob::LoadError &e)
+{
+    std::string text = tier.label() + " refused: stage " + kvblob::to_string(e.stage());
+    for (const auto &p : e.problems()) text += ", " + p.rule + ": " + p.reason;
+    return text;
+}
+
+}  // namespace
+
+void LogForward::line(size_t tier, const std::string &driver, kvblob_log_level level, const std::string &text)
+{
+    std::lock_guard lock(mu);
+    if (!open || !host.log) return;
+    const std::string prefixed = "tier " + std::to_string(tier) + " (" + driver + "): " + text;
+    host.log(host.context, level, prefixed.c_str());
+}
+
+std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
+{
+    SplitOptions split = split_tier_options(args);
+    kvblob_open_args_t own_args = args;
+    own_args.options = split.own.data();
+    own_args.option_count = split.own.size();
+    support::ParsedOptions o(tiered_options, own_args);
+    kvblob_caps_t own{};
+    own.struct_size = caps.struct_size;
+    support::apply_limits(o, own);
+    const unsigned workers = support::worker_count(o);
+
+    auto forward = std::make_shared<LogForward>();
+    if (args.host && args.host->struct_size >= KVBLOB_HOST_SERVICES_SIZE_1_0) {
+        forward->host.context = args.host->context;
+        forward->host.log = args.host->log;
+    }
+
+    kvblob::LoadOptions load;
+    if (auto folder = own_folder(); !folder.empty()) load.search_dirs.push_back(folder);
+
+    std::vector<Tier> tiers;
+    for (size_t t = 0; t < split.tiers.size(); ++t) {
+        const TierSpec &spec = split.tiers[t];
+        Tier tier;
+        tier.index = t;
+        tier.driver = spec.driver;
+        try {
+            tier.plugin.emplace(kvblob::Plugin::load(spec.driver, load));
+        } catch (const kvblob::LoadError &e) {
+            throw support::OpenError(KVBLOB_E_STORE, "option 'tier." + std::to_string(t) + ".driver': " + refusal(tier, e));
+        }
+        tier.secrets = tier.plugin->secrets_in(spec.options);
+        kvblob::LogSink sink = [forward, t, name = spec.driver](kvblob_log_level level, const std::string &text) {
+            forward->line(t, name, level, text);
+        };
+        try {
+            tier.handle.emplace(tier.plugin->open(spec.options, std::move(sink)));
+        } catch (const kvblob::LoadError &e) {
+            // A tier's option it refused is the tiered open's bad option.
+            const bool bad_option = std::any_of(e.problems().begin(), e.problems().end(),
+                                                [](const auto &p) { return p.rule == "R-OPN-1"; });
+            const std::string why = refusal(tier, e);
+            if (bad_option) throw support::OptionError("option tier." + std::to_string(t) + ".*: " + why);
+            throw support::OpenError(KVBLOB_E_STORE, why);
+        } catch (const std::exception &e) {
+            throw support::OpenError(KVBLOB_E_STORE, tier.label() + " could not be opened: " + e.what());
+        }
+        tiers.push_back(std::move(tier));
+    }
+
+    // What every tier honours, within the tiered driver's own limits.
+    uint64_t flags = KVBLOB_CAP_HINTS | KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_DEVICE_MEMORY | KVBLOB_CAP_MULTI_SPAN |
+                     KVBLOB_CAP_PROBE | KVBLOB_CAP_REMOVE;
+    if (!(own.flags & KVBLOB_CAP_MULTI_SPAN)) flags &= ~KVBLOB_CAP_MULTI_SPAN;
+    uint64_t rows = own.max_rows_per_op, spans = own.max_spans_per_row, key = own.max_key_bytes,
+             object = own.max_object_bytes, in_flight = own.max_ops_in_flight;
+    for (const auto &tier : tiers) {
+        const kvblob_caps_t &c = tier.handle->caps();
+        flags &= c.flags;
+        rows = std::min(rows, c.max_rows_per_op);
+        spans = std::min(spans, c.max_spans_per_row);
+        key = std::min(key, c.max_key_bytes);
+        object = std::min(object, c.max_object_bytes);
+        in_flight = std::min(in_flight, c.max_ops_in_flight);
+    }
+    if (!(flags & KVBLOB_CAP_MULTI_SPAN) || spans <= 1) {
+        flags &= ~KVBLOB_CAP_MULTI_SPAN;
+        spans = 1;
+    }
+    caps.flags = flags;
+    caps.max_rows_per_op = rows;
+    caps.max_spans_per_row = spans;
+    caps.max_key_bytes = key;
+    caps.max_object_bytes = object;
+    caps.max_ops_in_flight = in_flight;
+    return std::unique_ptr<TieredDriver>(new TieredDriver(caps, args.host, std::move(tiers), std::move(forward), workers));
+}
+
+TieredDriver::TieredDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, std::vector<Tier> tiers,
+                           std::shared_ptr<LogForward> forward, unsigned workers)
+    : DriverBase(caps, host), tiers_(std::move(tiers)), forward_(std::move(forward))
+{
+    workers_.start(workers);
+}
+
+TieredDriver::~TieredDriver()
+{
+    stop();
+    {
+        std::lock_guard lock(regions_mu_);
+        tier_regions_.clear();  // none left: close comes after every unregister
+    }
+    // Bottom first is not needed: each tier shuts down on its own. Their
+    // last log lines still reach this driver's host, then no more.
+    tiers_.clear();
+    std::lock_guard lock(forward_->mu);
+    forward_->open = false;
+}
+
+void TieredDriver::stop() { workers_.stop(); }
+
+// ---- regions ----------------------------------------------------------------
+
+kvblob_status TieredDriver::store_register(support::Region &region, std::string &why)
+{
+    const kvblob_region_desc_t desc{sizeof(kvblob_region_desc_t), region.kind, region.base, region.size,
+                                    region.device_ordinal, 0};
+    std::vector<kvblob::Region> registered;
+    for (auto &tier : tiers_) {
+        try {
+            registered.push_back(tier.handle->register_region(desc));
+        } catch (const kvblob::CallError &e) {
+            // The tiers that took it let go of it as registered unwinds.
+            why = tier.label() + " refused the region: " + e.what();
+            return e.status();
+        }
+    }
+    std::lock_guard lock(regions_mu_);
+    tier_regions_[&region] = std::move(registered);
+    return KVBLOB_OK;
+}
+
+void TieredDriver::store_unregister(support::Region &region)
+{
+    std::vector<kvblob::Region> gone;
+    {
+        std::lock_guard lock(regions_mu_);
+        auto it = tier_regions_.find(&region);
+        if (it == tier_regions_.end()) return;
+        gone = std::move(it->second);
+        tier_regions_.erase(it);
+    }
+    // Each is unregistered already (unregister_everywhere); an empty
+    // Region does nothing as it goes.
+}
+
+kvblob_status TieredDriver::unregister_everywhere(kvblob_region_t *handle)
+{
+    {
+        std::lock_guard lock(regions_mu_);
+        auto it = tier_regions_.find(handle);
+        if (it == tier_regions_.end()) return DriverBase::unregister_region(handle);  // not ours: E_INVALID
+        auto &region = *static_cast<support::Region *>(handle);
+        if (region.pinned.load()) return KVBLOB_E_UNPROVABLE;  // R-REG-2
+        if (region.users.load() != 0) return KVBLOB_E_BUSY;     // R-REG-1
+        // No tiered operation names it with access open, so none of the
+        // tiers' does: each lets go. One that refuses keeps its
+        // registration (and the caller the memory): BUSY, try again.
+        for (size_t t = 0; t < it->second.size(); ++t) {
+            kvblob::Region &r = it->second[t];
+            if (!r) continue;
+            const kvblob_status st = r.unregister();
+            if (st != KVBLOB_OK) {
+                log(KVBLOB_LOG_WARN, tiers_[t].label() + " refused to unregister a region (" +
+                                         kvblob_status_name(st) + "): the region stays registered");
+                return KVBLOB_E_BUSY;
+            }
+        }
+    }
+    return DriverBase::unregister_region(handle);
+}
+
+// ---- operations ---------------------------------------------------------------
+
+void TieredDriver::start(Op &base)
+{
+    auto &op = static_cast<TieredOp &>(base);
+    workers_.push([this, &op] { run(op); });
+}
+
+void TieredDriver::on_cancel(Op &base)
+{
+    auto &op = static_cast<TieredOp &>(base);
+    std::lock_guard lock(op.mu);
+    for (const kvblob::Operation *tier_op : op.cancellable) tier_op->cancel();  // never blocks (R-CAN-1)
+}
+
+std::vector<TierAnswer> TieredDriver::ask(TieredOp &op, size_t t, kvblob::OpKind kind,
+                                          const std::vector<size_t> &rows, bool cancellable)
+{
+    Tier &tier = tiers_[t];
+    std::vector<TierAnswer> out(rows.size());
+    // The tier's registration of each region the operation names.
+    std::vector<std::pair<const support::Region *, kvblob_region_t *>> mapped;
+    {
+        std::lock_guard lock(regions_mu_);
+        for (const support::Region *r : op.regions) {
+            auto it = tier_regions_.find(r);
+            kvblob_region_t *h = it != tier_regions_.end() && t < it->second.size() ? it->second[t].handle() : nullptr;
+            mapped.emplace_back(r, h);
+        }
+    }
+    kvblob::Batch batch;
+    std::string unmapped;
+    for (size_t i : rows) {
+        const support::Row &row = op.rows[i];
+        std::vector<kvblob_span_t> spans;
+        for (const support::SpanRef &s : row.spans) {
+            kvblob_region_t *h = nullptr;
+            uint64_t offset = 0;
+            for (const auto &[r, th] : mapped)
+                if (s.data >= r->base && s.data + s.length <= r->base + r->size) {
+                    h = th;
+                    offset = static_cast<uint64_t>(s.data - r->base);
+                    break;
+                }
+            if (!h) unmapped = "a span's region is not registered with " + tier.label();
+            spans.push_back(kvblob::make_span(h, offset, s.length));
+        }
+        batch.row(row.key, std::move(spans));
+    }
+    if (!op.hint.empty()) batch.hint(op.hint);
+    const auto refuse_all = [&](const std::string &why) {
+        for (auto &a : out) a = {KVBLOB_ROW_FAULT, 0, why, true};
+        return out;
+    };
+    if (!unmapped.empty()) return refuse_all(unmapped);
+
+    std::optional<kvblob::Operation> tier_op;
+    try {
+        tier_op.emplace(tier.handle->submit(kind, batch.get()));
+    } catch (const kvblob::CallError &e) {
+        return refuse_all(tier.label() + " refused the " + kind_name(kind) + ": " +
+                          kvblob::without_secrets(e.what(), tier.secrets));
+    } catch (const std::exception &e) {
+        return refuse_all(tier.label() + " refused the " + kind_name(kind) + ": " + e.what());
+    }
+    if (cancellable) {
+        std::lock_guard lock(op.mu);
+        op.cancellable.push_back(&*tier_op);
+        if (op.cancel_requested.load()) tier_op->cancel();
+    }
+    // Final, and its access no longer open (ended, or unprovable).
+    while (!tier_op->wait(std::chrono::hours(1))) {
+    }
+    const auto results = tier_op->results();
+    for (size_t k = 0; k < rows.size(); ++k) {
+        out[k].result = results[k].result;
+        out[k].code = results[k].driver_code;
+        if (results[k].result != KVBLOB_ROW_READY) {
+            std::string text = tier_op->message(k);
+            out[k].message = tier.label() + ": " + kvblob::without_secrets(text, tier.secrets);
+        }
+    }
+    if (tier_op->access() == KVBLOB_ACCESS_UNPROVABLE) {
+        // The tier keeps the caller's memory for good: so does this driver.
+        op.unprovable = true;
+    }
+    if (cancellable) {
+        std::lock_guard lock(op.mu);
+        op.cancellable.clear();
+    }
+    tier_op.reset();  // released (or, unprovable, kept by the host for good)
+    return out;
+}
+
+void TieredDriver::run(TieredOp &op)
+{
+    std::vector<size_t> rows;
+    for (size_t i = 0; i < op.rows.size(); ++i)
+        if (begin_row(op, i)) rows.push_back(i);
+    std::vector<TierAnswer> answers(op.rows.size());
+    if (!rows.empty()) {
+        switch (op.kind) {
+        case support::OpKind::get: run_get(op, rows, answers); return;  // it ends op itself
+        case support::OpKind::put: run_put(op, rows, answers); break;
+        case support::OpKind::probe: run_probe(op, rows, answers); break;
+        case support::OpKind::remove: run_remove(op, rows, answers); break;
+        }
+    }
+    for (size_t i : rows) set_row(op, i, answers[i].result, answers[i].code, std::move(answers[i].message));
+    end_access(op);
+    finish(op);  // the last touch
+}
+
+// Top first; a row that MISSes (or fails) at a tier is asked of the next.
+// READY from the first tier that has it; otherwise a FAULT that may have
+// written the destination (R-ROW-3: no MISS after that), else the last
+// tier's answer. Rows READY below are then copied up (promote).
+void TieredDriver::run_get(TieredOp &op, const std::vector<size_t> &all, std::vector<TierAnswer> &answers)
+{
+    std::vector<int> ready_tier(op.rows.size(), -1);
+    std::vector<std::optional<TierAnswer>> fault(op.rows.size());
+    std::vector<size_t> rows = all;
+    for (size_t t = 0; t < tiers_.size() && !rows.empty(); ++t) {
+        auto got = ask(op, t, kvblob::OpKind::get, rows, true);
+        std::vector<size_t> next;
+        for (size_t k = 0; k < rows.size(); ++k) {
+            const size_t i = rows[k];
+            TierAnswer &a = got[k];
+            if (a.result == KVBLOB_ROW_READY) {
+                answers[i] = {KVBLOB_ROW_READY, 0, t == 0 ? std::string() : "from " + tiers_[t].label()};
+                ready_tier[i] = static_cast<int>(t);
+                continue;
+            }
+            if (a.result == KVBLOB_ROW_CANCELLED) {
+                // Nothing of this tier's touched the row; an earlier FAULT did.
+                answers[i] = fault[i] ? *fault[i] : std::move(a);
+                continue;
+            }
+            if (a.result == KVBLOB_ROW_FAULT && !a.refused && !fault[i]) fault[i] = a;
+            answers[i] = std::move(a);
+            next.push_back(i);
+        }
+        rows = std::move(next);
+    }
+    for (size_t i : rows)
+        if (fault[i]) answers[i] = *fault[i];
+    for (size_t i : all) set_row(op, i, answers[i].result, answers[i].code, std::move(answers[i].message));
+    // READY now; access stays open while the promotions read the caller's
+    // memory.
+    finish(op);
+    if (!op.cancel_requested.load()) promote(op, all, ready_tier);
+    end_access(op);  // the last touch
+}
+
+// A row READY from tier t is put, from the caller's memory, into each tier
+// above t. A tier's answer is its own business: DECLINED (full) or any
+// other non-READY answer leaves the object out of that tier, logged at
+// debug level.
+void TieredDriver::promote(TieredOp &op, const std::vector<size_t> &all, const std::vector<int> &ready_tier)
+{
+    for (size_t u = 0; u + 1 < tiers_.size(); ++u) {
+        std::vector<size_t> rows;
+        for (size_t i : all)
+            if (ready_tier[i] > static_cast<int>(u)) rows.push_back(i);
+        if (rows.empty()) continue;
+        auto put = ask(op, u, kvblob::OpKind::put, rows, false);
+        for (size_t k = 0; k < rows.size(); ++k)
+            if (put[k].result != KVBLOB_ROW_READY)
+                log(KVBLOB_LOG_DEBUG, "promotion skipped: " + put[k].message);
+    }
+}
+
+// Write-through, bottom first: the last tier's answer is the row's; a row
+// it stored is put into each tier above, bottom up, whose DECLINED (a full
+// cache) or other failure leaves the object out of that tier only (the
+// object is whole below: R-ROW-8 allows no FAULT for it).
+void TieredDriver::run_put(TieredOp &op, const std::vector<size_t> &all, std::vector<TierAnswer> &answers)
+{
+    const size_t last = tiers_.size() - 1;
+    auto stored = ask(op, last, kvblob::OpKind::put, all, true);
+    std::vector<size_t> rows;
+    for (size_t k = 0; k < all.size(); ++k) {
+        answers[all[k]] = std::move(stored[k]);
+        if (answers[all[k]].result == KVBLOB_ROW_READY) rows.push_back(all[k]);
+    }
+    for (size_t t = last; t-- > 0 && !rows.empty();) {
+        auto cached = ask(op, t, kvblob::OpKind::put, rows, false);
+        for (size_t k = 0; k < rows.size(); ++k) {
+            const auto r = cached[k].result;
+            if (r == KVBLOB_ROW_READY || r == KVBLOB_ROW_DECLINED) continue;
+            log(KVBLOB_LOG_WARN, "a put stored below was not cached: " + cached[k].message);
+        }
+    }
+}
+
+// READY from the first tier that holds the key, else the last tier's answer.
+void TieredDriver::run_probe(TieredOp &op, const std::vector<size_t> &all, std::vector<TierAnswer> &answers)
+{
+    std::vector<size_t> rows = all;
+    for (size_t t = 0; t < tiers_.size() && !rows.empty(); ++t) {
+        auto got = ask(op, t, kvblob::OpKind::probe, rows, true);
+        std::vector<size_t> next;
+        for (size_t k = 0; k < rows.size(); ++k) {
+            answers[rows[k]] = std::move(got[k]);
+            const auto r = answers[rows[k]].result;
+            if (r != KVBLOB_ROW_READY && r != KVBLOB_ROW_CANCELLED) next.push_back(rows[k]);
+        }
+        rows = std::move(next);
+    }
+}
+
+// Every tier, top first (the caches before the store they stand for). A
+// cancel reaches the top tier's remove alone: a row it CANCELLED went
+// nowhere; a row removed anywhere is removed everywhere. READY when the
+// last tier's remove is READY and no tier failed; the first failure
+// otherwise.
+void TieredDriver::run_remove(TieredOp &op, const std::vector<size_t> &all, std::vector<TierAnswer> &answers)
+{
+    std::vector<std::optional<TierAnswer>> failed(op.rows.size());
+    std::vector<size_t> rows = all;
+    for (size_t t = 0; t < tiers_.size() && !rows.empty(); ++t) {
+        auto got = ask(op, t, kvblob::OpKind::remove, rows, t == 0);
+        std::vector<size_t> next;
+        for (size_t k = 0; k < rows.size(); ++k) {
+            const size_t i = rows[k];
+            TierAnswer &a = got[k];
+            if (a.result == KVBLOB_ROW_CANCELLED && t == 0) {
+                answers[i] = std::move(a);
+                continue;
+            }
+            if (a.result != KVBLOB_ROW_READY && a.result != KVBLOB_ROW_MISS && !failed[i]) failed[i] = a;
+            answers[i] = std::move(a);
+            next.push_back(i);
+        }
+        rows = std::move(next);
+    }
+    for (size_t i : rows)
+        if (failed[i]) answers[i] = *failed[i];
+}
+
+}  // namespace kvblob::tiered
