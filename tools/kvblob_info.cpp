@@ -74,13 +74,16 @@ std::string options_json(const std::vector<kvblob_option_desc_t> &opts)
     return out + "]";
 }
 
-// A Markdown table cell: '|' and line breaks would end the cell or the row.
+// A Markdown table cell: '|' and line breaks would end the cell or the row,
+// and '<' '>' would make "<option>" an HTML tag that is not shown.
 std::string markdown_cell(const std::string &text)
 {
     std::string out;
     for (char c : text) {
         if (c == '|') out += "\\|";
         else if (c == '\n') out += ' ';
+        else if (c == '<') out += "&lt;";
+        else if (c == '>') out += "&gt;";
         else out += c;
     }
     return out;
