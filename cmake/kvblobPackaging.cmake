@@ -27,7 +27,11 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/lib)
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 
-set(CPACK_COMPONENTS_ALL lib dev tools drivers)
+# A runner-only build has no drivers: no package (nor copyright file) for them.
+set(CPACK_COMPONENTS_ALL lib dev tools)
+if(NOT KVBLOB_RUNNER_ONLY)
+  list(APPEND CPACK_COMPONENTS_ALL drivers)
+endif()
 if(TARGET _kvblob)
   list(APPEND CPACK_COMPONENTS_ALL python)
 endif()
@@ -50,12 +54,14 @@ set(CPACK_COMPONENT_PYTHON_DESCRIPTION "kvblob Python package")
 set(CPACK_COMPONENT_DEV_DEPENDS lib)
 set(CPACK_COMPONENT_TOOLS_DEPENDS lib)
 set(CPACK_COMPONENT_PYTHON_DEPENDS lib)
-# Dependencies no ELF file shows: CMake for the package files, a compiler's
-# view of the headers needs nothing; the Python module needs the interpreter
+# Dependencies no ELF file shows: kvblob-dev is for building a driver or an
+# engine, so it brings what the template's build needs, CMake, a C and a C++
+# compiler and a build tool (an image installed with --no-install-recommends
+# has none of them otherwise); the Python module needs the interpreter
 # and numpy; the host finds drivers beside itself, so the tools and the
 # Python package (whose kvblob.load('memory') names a bundled driver)
 # recommend them.
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "cmake (>= 3.22)")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "cmake (>= 3.22), gcc | c-compiler, g++ | c++-compiler, make | ninja-build")
 set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "python3, python3-numpy")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS kvblob-drivers)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS kvblob-drivers)

@@ -18,7 +18,8 @@ Each run must leave a JUnit report.
 
 Then the rest of the guide, literally, on what that run installed and built
 (so a guide line that stops being true fails here): the programs the
-runner-only build installs are the ones section 5 names; every command of
+runner-only build installs are the ones section 5 names, each with its
+manual page, and nothing of what it does not build; every command of
 the sh blocks of sections 1, 2 and 4 runs in the vendor's build folder as
 written (a command that runs the whole battery gets --filter appended: the
 GitLab script above already ran the whole battery on this driver), with
@@ -137,6 +138,15 @@ def follow_the_guide(vendor, prefix, env):
     installed = set(os.listdir(os.path.join(prefix, "bin"))) if os.path.isdir(os.path.join(prefix, "bin")) else set()
     if not named or named != installed:
         fail(f"section 5 says the runner-only build installs {sorted(named)}; it installed {sorted(installed)}")
+    # It installs nothing of what it did not build (the example engine's
+    # config, the drivers' copyright), and a manual page for each program
+    # (help2man is among what install-deps --runner-only installs).
+    for absent in ("share/kvblob/examples", "share/doc/kvblob-drivers", "lib/kvblob"):
+        if os.path.exists(os.path.join(prefix, absent)):
+            fail(f"the runner-only install holds {absent}, which belongs to what it does not build")
+    for program in sorted(installed):
+        if not os.path.exists(os.path.join(prefix, "share/man/man1", program + ".1.gz")):
+            fail(f"the runner-only install has no manual page for {program}")
 
     def run_line(line, what):
         r = subprocess.run(["bash", "-c", line], cwd=build, env=env, capture_output=True, text=True)

@@ -32,6 +32,22 @@ if [ -n "$(deb python3-kvblob)" ]; then
   dpkg-deb -f "$(deb python3-kvblob)" Recommends | grep -q kvblob-drivers ||
     fail "python3-kvblob does not recommend kvblob-drivers"
 fi
+# kvblob-dev builds drivers: it brings CMake, a C and a C++ compiler and a
+# build tool, even where recommends are not installed.
+dev_depends=$(depends "$(deb kvblob-dev)")
+for need in cmake c-compiler c++-compiler make; do
+  echo "$dev_depends" | grep -q "$need" || fail "kvblob-dev does not depend on $need: $dev_depends"
+done
+# The copyright says what is compiled in and what is linked: toml++ is
+# linked (the host library's NEEDED), so it is not among the compiled-in.
+if [ -n "$(deb libkvblob-host0)" ]; then
+  dpkg-deb -x "$(deb libkvblob-host0)" "$work/host-root"
+  host_lib=$(find "$work/host-root" -name 'libkvblob_host.so.0' | head -1)
+  if objdump -p "$host_lib" | grep -q 'NEEDED.*libtomlplusplus'; then
+    grep -q 'toml++ is not compiled in' "$src/cmake/debian-copyright" ||
+      fail "libkvblob_host links toml++; cmake/debian-copyright does not say so"
+  fi
+fi
 # Each file in one package only, each package only its own kind of file.
 contents() { dpkg-deb -c "$1" | awk '{print $6}' | grep -v '/$'; }
 contents "$(deb libkvblob-host0)" | grep -q '/usr/lib/libkvblob_host.so.0' || fail "no host library in libkvblob-host0"
