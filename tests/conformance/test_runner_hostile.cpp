@@ -185,9 +185,11 @@ TEST_CASE("a driver that never touches a held page while it is held earns NOT_EX
 {
     // The fixture waits (mincore) until the pages of its keys and spans are
     // in memory before each put and get: the calls the battery holds inside
-    // the driver are never held. --timeout 8: each wait for a touch lasts 2 s.
+    // the driver are never held. --timeout 12: each wait for a touch lasts
+    // 3 s (a quarter), and the drain check waits twice, so half of its time
+    // is left for the rest of it on a loaded machine.
     const std::string held = " --filter concurrency.admission-held --filter concurrency.threads --filter "
-                             "lifetime.drain-waits-for-calls --exclude '*@*' --timeout 8";
+                             "lifetime.drain-waits-for-calls --exclude '*@*' --timeout 12";
     for (const std::string strict : {"", " --strict"}) {
         INFO("flag: '" << strict << "'");
         auto r = runner("--driver " + hostile("evade_held") + held + strict);
