@@ -364,7 +364,11 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
     case OpKind::remove: field = &kvblob_plugin_t::remove, declared = caps.flags & KVBLOB_CAP_REMOVE; break;
     }
     if (!declared || !(table->*field)) {
-        if (metrics_) metrics_->submitted_unlocked(kind), metrics_->refused(kind, "R-CAP-1");
+        if (metrics_) {
+            Locked locked(*this);  // the submitted counter's writers hold it
+            metrics_->submitted(kind);
+            metrics_->refused(kind, "R-CAP-1");
+        }
         throw CallError(KVBLOB_E_UNSUPPORTED, "R-CAP-1",
                         std::string(to_string(kind)) + " is not declared by driver " + name);
     }

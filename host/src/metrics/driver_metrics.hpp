@@ -5,9 +5,9 @@
 // driver's lock (DriverCore::mu_): those counters have one writer at a
 // time, so they are added with a plain load and store of an atomic (no
 // locked instruction, which would cost more than the rest of the counting),
-// and read by a snapshot from any thread without tearing. What is counted
-// without that lock (the driver's log lines, a submit the host refuses
-// before taking it) is added with fetch_add. A snapshot never takes the
+// and read by a snapshot from any thread without tearing. The driver's log
+// lines, counted on the driver's threads without that lock, are added with
+// fetch_add (and nothing else writes them). A snapshot never takes the
 // driver's lock: a scrape does not wait for a slow driver. Refusals and
 // contract breaks, rare and keyed by a rule id, are kept in maps behind a
 // lock of their own.
@@ -59,7 +59,6 @@ public:
     void region_pinned(uint64_t bytes) noexcept { bump(pinned_bytes_, bytes); }
 
     // ---- from any thread ----
-    void submitted_unlocked(OpKind kind) noexcept { add(of(kind).submitted, 1); }
     void log_line(kvblob_log_level level) noexcept;
     void contract_broken(std::string_view rule);
     void declare_access_bound(uint64_t ns) noexcept { access_end_bound_ns_.store(ns, std::memory_order_relaxed); }
