@@ -64,7 +64,6 @@ const char *level_name(kvblob_log_level level)
 
 constexpr auto default_shutdown_timeout = std::chrono::seconds(10);
 
-
 }  // namespace
 
 LogSink stderr_log_sink(const std::string &driver_name)
