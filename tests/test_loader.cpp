@@ -109,6 +109,16 @@ TEST_CASE("a missing file and an unknown name are named")
     CHECK(unknown.message.find("KVBLOB_DRIVER_PATH") != std::string::npos);
 }
 
+TEST_CASE("a name or path holding a NUL is refused, not cut short to the file before it")
+{
+    // Cut at the NUL, this names the good fixture, which would load.
+    const std::string spec = fixture("libkvblob_fixture_good.so") + std::string("\0.evil", 6);
+    auto r = refusal_of(spec);
+    CHECK(r.stage == kvblob::LoadStage::open);
+    CHECK(r.rule == "R-LOAD-1");
+    CHECK(r.message.find("holds a NUL character") != std::string::npos);
+}
+
 TEST_CASE("libc is refused for its missing entry")
 {
     auto r = refusal_of("libc.so.6");

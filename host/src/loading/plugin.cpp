@@ -14,6 +14,7 @@
 #include "guarding/driver_core.hpp"
 #include "driver_names.hpp"
 #include "kvblob/host/discovery.hpp"
+#include "kvblob/host/printable.hpp"
 #include "kvblob/host/version.hpp"
 #include "library.hpp"
 #include "plugin_pointers.hpp"
@@ -263,6 +264,11 @@ Options parse_option_assignments(const std::vector<std::string> &words)
 
 Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
 {
+    // A NUL would cut the name short where it reaches the system as C text:
+    // "real.so\0x" would load real.so.
+    if (spec.find('\0') != std::string::npos)
+        refuse(printable(spec), LoadStage::open,
+               {{"R-LOAD-1", "the name or path holds a NUL character, which would cut it short: refused"}});
     // Stage open: resolve spec to one file, judge it, load what was judged.
     auto found = find_plugin(spec, options.search_dirs);
     const bool bare_file = spec.find('/') == std::string::npos && names_a_file(spec);
