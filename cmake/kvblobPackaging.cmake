@@ -23,6 +23,15 @@ set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# What lintian asks of every package: stripped binaries (the build keeps its
+# debug information; the packages do not), and the host library's shlibs
+# file with an ldconfig trigger, so that packages linking it get a versioned
+# dependency and the dynamic linker's cache is refreshed on install.
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # packages holding a library with a SONAME: the host library alone
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/debian/triggers CONTENT "activate-noawait ldconfig\n")
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/debian/triggers)
 # libkvblob_host.so is in the packages themselves, not yet on the system.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/lib)
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
@@ -68,9 +77,33 @@ set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS kvblob-drivers)
 set(CPACK_DEBIAN_DRIVERS_PACKAGE_ENHANCES "${CPACK_DEBIAN_LIB_PACKAGE_NAME}")
 # Debian's place for what may be done with each package: a copyright file
 # in /usr/share/doc/<package>/. It says the truth: no licence chosen yet.
+# And the changelog every Debian package carries (changelog.gz for a
+# native package), in Debian's format, made from the version and contact
+# above. Its date is SOURCE_DATE_EPOCH's where set, else the day this entry
+# was written: a configure never rewrites it, so nothing rebuilds.
+if(DEFINED ENV{SOURCE_DATE_EPOCH})
+  string(TIMESTAMP kvblob_changelog_date "%a, %d %b %Y %H:%M:%S +0000" UTC)
+else()
+  set(kvblob_changelog_date "Fri, 04 Dec 2026 00:00:00 +0000")
+endif()
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/debian/changelog CONTENT
+  "kvblob (${CPACK_PACKAGE_VERSION}) unstable; urgency=medium
+
+  * Packages built from the kvblob source tree; the project has not made a
+    release yet.
+
+ -- ${CPACK_PACKAGE_CONTACT}  ${kvblob_changelog_date}
+")
+find_program(KVBLOB_GZIP gzip REQUIRED)
+add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/debian/changelog.gz
+  COMMAND ${KVBLOB_GZIP} -n -9 -c ${PROJECT_BINARY_DIR}/debian/changelog > ${PROJECT_BINARY_DIR}/debian/changelog.gz
+  DEPENDS ${PROJECT_BINARY_DIR}/debian/changelog VERBATIM)
+add_custom_target(debian_changelog ALL DEPENDS ${PROJECT_BINARY_DIR}/debian/changelog.gz)
 foreach(component IN LISTS CPACK_COMPONENTS_ALL)
   string(TOUPPER ${component} upper)
   install(FILES ${PROJECT_SOURCE_DIR}/cmake/debian-copyright RENAME copyright
+    DESTINATION share/doc/${CPACK_DEBIAN_${upper}_PACKAGE_NAME} COMPONENT ${component})
+  install(FILES ${PROJECT_BINARY_DIR}/debian/changelog.gz
     DESTINATION share/doc/${CPACK_DEBIAN_${upper}_PACKAGE_NAME} COMPONENT ${component})
 endforeach()
 include(CPack)
