@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "access_wait.hpp"
+#include "check_metrics.hpp"
 
 #include "kvblob/host/capabilities.hpp"
 #include "kvblob/host/key_codec.hpp"
@@ -146,6 +147,7 @@ kvblob_op_t *Context::submit(Driver &d, OpKind kind, Batch &batch, kvblob_status
     err[sizeof err - 1] = '\0';
     if (status) *status = st;
     if (why) *why = err;
+    count_submit(op, kind, st);
     if (st == KVBLOB_OK && kind == OpKind::put) writes_.put(raw);
     if (st != KVBLOB_OK) {
         expect(op == nullptr, "R-ADM-9", "a refused call handed back an operation handle");
@@ -234,6 +236,7 @@ std::vector<kvblob_row_status_t> Context::results(Driver &d, kvblob_op_t *op, ui
     for (auto &r : out) r = {sizeof r, -1, 0, 0};
     kvblob_status st = d.table().results(d.handle(), op, 0, rows, out.data());
     expect(st == KVBLOB_OK, "R-ROW-1", std::string("results answered ") + kvblob_status_name(st));
+    count_results(op, out);
     for (uint64_t i = 0; i < rows; ++i)
         expect(out[i].result >= KVBLOB_ROW_READY && out[i].result <= KVBLOB_ROW_RESULT_LAST, "R-ROW-1",
                "row " + std::to_string(i) + " of a final operation has result " + std::to_string(out[i].result));

@@ -136,7 +136,7 @@ std::optional<Outcome> verdict_of(const std::vector<std::string> &records)
         const std::string word = record.substr(0, nl);
         for (Status s : {Status::pass, Status::fail, Status::not_supported, Status::blocked, Status::not_exercised})
             if (word == to_string(s)) verdict = Outcome{s, nl == std::string::npos ? "" : record.substr(nl + 1)};
-        if (!verdict && record.rfind("left ", 0) != 0) verdict = Outcome{Status::crash, "unreadable result: " + word};
+        if (!verdict && record.rfind("left ", 0) != 0 && !is_check_metrics_record(record)) verdict = Outcome{Status::crash, "unreadable result: " + word};
     }
     return verdict;
 }
@@ -349,6 +349,7 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, int out_fd_read,
     if (raw) *raw = {records, err_tail, out_seen, status, timed_out, interrupted};
     Outcome o = judge(records, fault.text(), status, err_tail, timed_out, interrupted, verdict_in, timeout_s);
     o.out = out_seen;
+    o.metrics = check_metrics_of(records.authentic);
     return o;
 }
 
@@ -405,8 +406,10 @@ void run_child_body(const std::function<Outcome()> &body, const std::function<Le
                     const RunKey &key)
 {
     report_guarded_faults(child_fault_fd);
+    start_counting_check();
     const Outcome o = body();
     write_record(key, fd, std::string(to_string(o.status)) + "\n" + o.message);
+    write_record(key, fd, check_metrics_record());
     write_record(key, fd, to_wire(clean_up()));
     _exit(0);  // no destructors: a broken driver's threads may still run
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "check_metrics.hpp"
 #include "leftover.hpp"
 #include "report_channel.hpp"
 
@@ -36,6 +37,7 @@ struct Outcome {
     std::string message;
     Leftover left;  // what the check left in the store
     StdoutSeen out;  // what the driver wrote to stdout (isolated runs only)
+    CheckMetrics metrics;  // what the host counted in the check's body (isolated runs only)
 };
 
 // Asks the run to stop (SIGINT, SIGTERM): the check in progress is killed and

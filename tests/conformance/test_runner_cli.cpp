@@ -324,3 +324,33 @@ TEST_CASE("--shard K/N: the N shards run every selected check once between them,
         CHECK_MESSAGE(r.output.find("--shard: '" + std::string(bad) + "' is not K/N") != std::string::npos, r.output);
     }
 }
+
+TEST_CASE("--json gives each check that ran what it asked of the driver and what the driver answered")
+{
+    const auto json = temp_path("metrics.json");
+    auto r = runner("--driver memory --filter data.round-trip.one-row --filter data.miss.untouched "
+                    "--filter admission.long-key --json " + json);
+    REQUIRE(r.exit_code == 0);
+    const auto report = slurp(json);
+    const auto metrics_of = [&](const std::string &id) {
+        const size_t at = report.find("{\"id\":\"" + id + "\"");
+        REQUIRE(at != std::string::npos);
+        const std::string line = report.substr(at, report.find('\n', at) - at);
+        const size_t m = line.find("\"metrics\":");
+        REQUIRE(m != std::string::npos);
+        return line.substr(m + 10, line.find('}', m) - m - 9);
+    };
+    // One put and one get of one row, both READY, on one driver.
+    CHECK(metrics_of("data.round-trip.one-row") ==
+          R"({"drivers_opened":1,"get.rows.READY":1,"get.submitted":1,"put.rows.READY":1,"put.submitted":1})");
+    CHECK(metrics_of("data.miss.untouched").find(R"("get.rows.MISS":1)") != std::string::npos);
+    // The over-long key's put refused by the driver, nothing stored after.
+    const std::string refused = metrics_of("admission.long-key");
+    CHECK(refused.find(R"("put.refused.E_REJECTED":1)") != std::string::npos);
+    CHECK(refused.find("put.rows") == std::string::npos);
+    // A check that did not run carries none.
+    const size_t skipped = report.find("{\"id\":\"data.round-trip.many-rows\"");
+    REQUIRE(skipped != std::string::npos);
+    CHECK(report.substr(skipped, report.find('\n', skipped) - skipped).find("\"metrics\":null") != std::string::npos);
+    std::filesystem::remove(json);
+}

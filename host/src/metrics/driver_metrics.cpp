@@ -1,6 +1,7 @@
 #include "driver_metrics.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "tick_clock.hpp"
@@ -110,6 +111,8 @@ namespace {
 struct Registry {
     std::mutex mu;
     std::vector<std::shared_ptr<DriverMetrics>> open;
+    bool keep_closed = false;
+    std::vector<MetricsSnapshot> closed;
 };
 
 // Never destroyed: a driver kept open for good may be let go of during the
@@ -133,7 +136,25 @@ void withdraw_metrics(const DriverMetrics *metrics)
 {
     auto &r = registry();
     std::lock_guard lock(r.mu);
-    std::erase_if(r.open, [&](const auto &m) { return m.get() == metrics; });
+    const auto it = std::find_if(r.open.begin(), r.open.end(), [&](const auto &m) { return m.get() == metrics; });
+    if (it == r.open.end()) return;
+    if (r.keep_closed) r.closed.push_back((*it)->snapshot());
+    r.open.erase(it);
+}
+
+void keep_metrics_of_closed_drivers(bool keep)
+{
+    auto &r = registry();
+    std::lock_guard lock(r.mu);
+    r.keep_closed = keep;
+    if (!keep) r.closed.clear();
+}
+
+std::vector<MetricsSnapshot> take_metrics_of_closed_drivers()
+{
+    auto &r = registry();
+    std::lock_guard lock(r.mu);
+    return std::exchange(r.closed, {});
 }
 
 std::vector<MetricsSnapshot> metrics_of_open_drivers()

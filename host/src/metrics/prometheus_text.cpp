@@ -223,7 +223,21 @@ void add_snapshot(MetricsSnapshot &to, const MetricsSnapshot &from)
     to.access_end_over_bound += from.access_end_over_bound;
 }
 
-// One series per driver and instance label: opens that share both (an
+}  // namespace
+
+MetricsSnapshot metrics_total(const std::vector<MetricsSnapshot> &snapshots)
+{
+    MetricsSnapshot total;
+    for (size_t i = 0; i < snapshots.size(); ++i) {
+        if (i == 0) total = snapshots[0];
+        else add_snapshot(total, snapshots[i]);
+    }
+    return total;
+}
+
+namespace {
+
+// One series per driver and label: opens that share both (an
 // engine that opens a driver twice and labels neither) are added together,
 // since a page with the same series twice is refused by every scraper.
 std::vector<MetricsSnapshot> merged(const std::vector<MetricsSnapshot> &snapshots)

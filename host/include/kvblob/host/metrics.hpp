@@ -85,11 +85,23 @@ struct MetricsSnapshot {
 // listed), in the order they were opened.
 std::vector<MetricsSnapshot> metrics_of_open_drivers();
 
+// For a tool that runs drivers to the end one after another and wants to
+// know what each did (the conformance battery, per check): once asked to
+// keep them, the last snapshot of every driver that closes is kept until
+// taken. Off by default, so an engine that opens and closes drivers for
+// ever keeps nothing.
+void keep_metrics_of_closed_drivers(bool keep);
+std::vector<MetricsSnapshot> take_metrics_of_closed_drivers();
+
 // The Prometheus text exposition format 0.0.4 of snapshots: one family per
 // metric, each with its HELP and TYPE, one series per driver and label (the
 // label="..." of every series; Prometheus keeps "instance" for its target).
 // Label values are escaped; every page is whole, whatever the names hold.
 std::string prometheus_text(const std::vector<MetricsSnapshot> &snapshots);
+
+// snapshots added into one, whatever their drivers and labels (those of
+// the first), for a total over several opens.
+MetricsSnapshot metrics_total(const std::vector<MetricsSnapshot> &snapshots);
 
 // Why label cannot be an instance label ("" when it can): at most
 // max_metrics_label bytes of UTF-8, with no control character but newline
