@@ -21,6 +21,7 @@ file with the command the text gives. What each must print:
 - the vendor: kvblob-info's identity of the template, and the battery's
   verdict `CONFORMANT`;
 - the operator: the example engine's `verified:` line on the file driver,
+  its metrics' READY get rows under the config's label,
   and the C++ engine's success on the same config.
 
 Usage: readme_quickstarts.py SOURCE_DIR [BUILD_DIR --run [--scratch DIR]]
@@ -151,6 +152,10 @@ try:
         fail("the operator quick start's engine did not run the file driver and verify its blocks")
     if not glob.glob(os.path.join(work, "store", "**", "*"), recursive=True):
         fail("the operator quick start's file store is empty")
+    # The grep of the metrics' READY get rows printed its line, with a count.
+    if not re.search(r'^kvblob_rows_total\{driver="file",label="node-a",kind="get",result="READY"\} [1-9][0-9]*$',
+                     out, re.M):
+        fail("the operator quick start's metrics hold no READY get rows for its label")
 finally:
     shutil.rmtree(scratch, ignore_errors=True)
 print("FAILED" if failures else "the README's quick starts run as written")
