@@ -39,6 +39,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Tally {
     std::atomic<uint64_t> ops{0}, puts{0}, gets{0}, probes{0}, cancels{0}, ready_gets{0}, wrong{0}, lost{0}, refused{0};
+    std::atomic<uint64_t> ready_put_bytes{0}, ready_get_bytes{0};  // of READY rows, as the host's metrics count them
 };
 
 // The object stored under key k: its size and bytes depend on k alone.
@@ -120,6 +121,7 @@ int main(int argc, char **argv)
                             ++tally.cancels;
                         }
                         if (!op.wait(std::chrono::seconds(30))) ++tally.lost;
+                        else if (op.results().at(0).result == KVBLOB_ROW_READY) tally.ready_put_bytes += n;
                         ++tally.puts;
                     } else if (what < 6) {
                         std::memset(dst.data(), 0, n);
@@ -132,6 +134,7 @@ int main(int argc, char **argv)
                         ++tally.gets;
                         if (op.results().at(0).result == KVBLOB_ROW_READY) {
                             ++tally.ready_gets;
+                            tally.ready_get_bytes += n;
                             std::vector<uint8_t> expected(n);
                             content_of(k, expected.data(), n);
                             if (std::memcmp(expected.data(), dst.data(), n) != 0) ++tally.wrong;
@@ -163,6 +166,7 @@ int main(int argc, char **argv)
                       << ",\"gets\":" << tally.gets << ",\"probes\":" << tally.probes
                       << ",\"cancelled_puts\":" << tally.cancels << ",\"ready_gets_verified\":" << tally.ready_gets
                       << ",\"wrong\":" << tally.wrong << ",\"lost\":" << tally.lost << ",\"refused\":" << tally.refused
+                      << ",\"ready_put_bytes\":" << tally.ready_put_bytes << ",\"ready_get_bytes\":" << tally.ready_get_bytes
                       << "}\n";
         } else {
             std::printf("kvblob-soak: driver %s, %u threads, %llu operations in %.1f s (%.0f ops/s)\n",

@@ -9,7 +9,7 @@ the memory, file, Redis and (fake) Mooncake drivers, a short soak writes its
 metrics (--metrics-out) with a label full of quotes, backslashes and a line
 feed; `promtool check metrics` (Debian's prometheus package) must pass the
 page, and its counters must equal the soak's own tally: operations by kind,
-one row per operation, READY gets. Exit 0 passed, 1 failed, 77 skipped
+one row per operation, READY gets, the bytes of READY puts and gets. Exit 0 passed, 1 failed, 77 skipped
 (no promtool: scripts/install-deps installs it).
 """
 import json
@@ -55,13 +55,17 @@ def check(driver, options, soak_bin, tmp, env):
             raise AssertionError(f"{driver}: {n:.0f} {kind}s soaked, {submitted:.0f} counted as submitted")
         if rows != n:
             raise AssertionError(f"{driver}: {n:.0f} one-row {kind}s soaked, {rows:.0f} rows counted")
+    for kind in ("put", "get"):
+        counted, soaked = samples(page, "kvblob_ready_bytes_total", kind=kind), tally[f"ready_{kind}_bytes"]
+        if counted != soaked:
+            raise AssertionError(f"{driver}: {soaked} bytes in READY {kind} rows soaked, {counted:.0f} counted")
     ready = samples(page, "kvblob_rows_total", kind="get", result="READY")
     if ready != tally["ready_gets_verified"]:
         raise AssertionError(f"{driver}: {tally['ready_gets_verified']} READY gets verified, {ready:.0f} counted")
     if samples(page, "kvblob_operations_in_flight") != 0:
         raise AssertionError(f"{driver}: operations still counted in flight after the soak")
     print(f"{driver}: promtool passes; {tally['puts']} puts, {tally['gets']} gets ({ready:.0f} READY), "
-          f"{tally['probes']} probes, as counted")
+          f"{tally['probes']} probes, {tally['ready_put_bytes']} and {tally['ready_get_bytes']} READY bytes, as counted")
 
 
 def main():

@@ -83,7 +83,7 @@ TEST_CASE("tiered: a row only in tier 1 is READY from it, and promoted into tier
     CHECK(dst.bytes == src.bytes);
 }
 
-TEST_CASE("tiered: a put writes through every tier; remove reaches every tier")
+TEST_CASE("tiered: a put writes through every tier, and remove reaches every tier")
 {
     TempDir root("kvblob-tiered");
     const std::string store = unique_store("tiered-through");
