@@ -112,9 +112,9 @@ class Page {
 public:
     explicit Page(const std::vector<MetricsSnapshot> &snapshots) : snapshots_(snapshots) {}
 
-    // Each driver's series of family `name`; sample(out, snapshot, series) is
-    // called once per snapshot and calls series(suffix, extra_labels, value)
-    // for each line.
+    // Family `name`: its HELP and TYPE, then samples(snapshot, series) for
+    // each snapshot, which calls series(suffix, extra_labels, value) once a
+    // line.
     using Series = std::function<void(const char *suffix, const std::string &extra_labels, const std::string &value)>;
     void family(const char *name, const std::function<void(const MetricsSnapshot &, const Series &)> &samples)
     {
