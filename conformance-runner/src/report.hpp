@@ -86,6 +86,10 @@ std::string stdout_last_line(const StdoutSeen &out);
 // "none" in text, null in JSON: KVBLOB_NO_LIMIT written one way in every
 // tool (kvblob-info does the same).
 std::string limit_text(uint64_t v);
+// The rule a failure names (its message's leading "[R-AREA-N]", as every
+// check and the runner write one), where the check's list of rules only
+// says what it covers; empty for an outcome that names none.
+std::string failed_rule(const Outcome &o);
 std::string limit_json(uint64_t v);
 
 void json_header(std::ostream &out, const RunInfo &run);

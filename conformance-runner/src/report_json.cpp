@@ -52,7 +52,8 @@ void json_row(std::ostream &out, const Row &row)
         << (row.outcome.out.any() ? "{\"bytes\":" + std::to_string(row.outcome.out.bytes) +
                                         ",\"last_line\":" + json_quote(stdout_last_line(row.outcome.out)) + "}"
                                   : std::string("null"))
-        << ",\"metrics\":" << check_metrics_json(row.outcome.metrics)
+        << ",\"metrics\":" << check_metrics_json(row.outcome.metrics) << ",\"failed_rule\":"
+        << (failed_rule(row.outcome).empty() ? "null" : json_quote(failed_rule(row.outcome)))
         << ",\"rerun\":" << (row.rerun.empty() ? "null" : json_quote(row.rerun)) << "}\n"
         << std::flush;
 }

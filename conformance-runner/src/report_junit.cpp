@@ -43,7 +43,9 @@ void write_junit(std::ostream &x, const std::string &driver_name, const std::vec
             x << "<error message=\"" << esc(first_line(r.outcome)) << "\">" << body << "</error>";
             break;
         default:
-            x << "<failure message=\"" << esc(first_line(r.outcome)) << "\">" << body << "</failure>";
+            x << "<failure message=\"" << esc(first_line(r.outcome)) << "\""
+              << (failed_rule(r.outcome).empty() ? "" : " type=\"" + esc(failed_rule(r.outcome)) + "\"") << ">" << body
+              << "</failure>";
         }
         if (r.outcome.left.any() || r.outcome.out.any()) {
             x << "<system-out>";

@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include <cctype>
+
 #include "kvblob/kvblob.h"
 
 #include <string_view>
@@ -68,6 +70,21 @@ std::string Tally::verdict() const
 
 std::string limit_text(uint64_t v) { return v == KVBLOB_NO_LIMIT ? "none" : std::to_string(v); }
 std::string limit_json(uint64_t v) { return v == KVBLOB_NO_LIMIT ? "null" : std::to_string(v); }
+
+std::string failed_rule(const Outcome &o)
+{
+    if (o.status != Status::fail && o.status != Status::xfail) return {};
+    // "[R-" then capitals, "-", digits, "]": the form CheckFailure writes.
+    const std::string &m = o.message;
+    if (m.rfind("[R-", 0) != 0) return {};
+    size_t i = 3;
+    while (i < m.size() && std::isupper(static_cast<unsigned char>(m[i]))) ++i;
+    if (i == 3 || i >= m.size() || m[i] != '-') return {};
+    const size_t digits = ++i;
+    while (i < m.size() && std::isdigit(static_cast<unsigned char>(m[i]))) ++i;
+    if (i == digits || i >= m.size() || m[i] != ']') return {};
+    return m.substr(1, i - 1);
+}
 
 void print_row(std::ostream &out, const Row &row)
 {

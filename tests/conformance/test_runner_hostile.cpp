@@ -321,3 +321,27 @@ TEST_CASE("--help names the run's bound and every exit code")
     for (const char *text : {"--run-timeout", "(default 1800)", "--give-up-after", "5 no check ran"})
         CHECK_MESSAGE(r.output.find(text) != std::string::npos, text);
 }
+
+TEST_CASE("--json and --junit name the rule a failure broke, beside the rules its check covers")
+{
+    // data.round-trip.one-row covers R-ROW-1 and R-ROW-6; the guard-touching
+    // driver breaks R-REG-3 inside it. A dashboard grouping by rule must see
+    // R-REG-3.
+    const auto json = temp_path("failed-rule.json"), junit = temp_path("failed-rule.xml");
+    auto r = runner("--driver " + hostile("touch_guard") + " --filter data.round-trip.one-row --json " + json +
+                    " --junit " + junit);
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    const std::string report = slurp(json), xml = slurp(junit);
+    const size_t at = report.find("{\"id\":\"data.round-trip.one-row\"");
+    REQUIRE(at != std::string::npos);
+    const std::string line = report.substr(at, report.find('\n', at) - at);
+    CHECK(line.find(R"("rules":["R-ROW-1","R-ROW-6"])") != std::string::npos);
+    CHECK(line.find(R"("failed_rule":"R-REG-3")") != std::string::npos);
+    CHECK(xml.find(R"(type="R-REG-3")") != std::string::npos);
+    // A check that passed or did not run names none.
+    CHECK(report.find(R"("status":"SKIPPED")") != std::string::npos);
+    CHECK(report.find(R"("status":"SKIPPED","message":"filtered out","left":{"keys":0,"bytes":0,"why":""},"stdout":null,"metrics":null,"failed_rule":null)") != std::string::npos);
+    std::filesystem::remove(json);
+    std::filesystem::remove(junit);
+}
