@@ -5,6 +5,7 @@
 #include "batch_copy.hpp"
 #include "hook.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -252,6 +253,52 @@ struct RemoveProbes : Break {
     }
 };
 const Registered then_miss("remove.then-miss", make<RemoveProbes>);
+
+// remove.put-again: remembers the keys it removed (a negative cache) and
+// answers READY to a put of one without storing it (the put is probed
+// instead, and its MISS rows answered READY).
+struct RemovedKeysCached : Break {
+    std::mutex mu;
+    std::set<std::string> removed;
+    std::set<kvblob_op_t *> unstored;
+    kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
+                         uint32_t cap) override
+    {
+        if (!batch || !batch->rows) return h.submit(kind, batch, out, err, cap);
+        const auto keys = BatchCopy(*batch).keys;
+        std::unique_lock lock(mu);
+        if (kind == Kind::remove) removed.insert(keys.begin(), keys.end());
+        const bool cached = kind == Kind::put &&
+                            std::all_of(keys.begin(), keys.end(), [&](const std::string &k) { return removed.count(k); });
+        lock.unlock();
+        if (!cached) return h.submit(kind, batch, out, err, cap);
+        std::vector<kvblob_row_t> rows(batch->rows, batch->rows + batch->row_count);
+        for (auto &r : rows) r.span_count = 0, r.spans = nullptr;
+        const kvblob_batch_t probe{sizeof(kvblob_batch_t), 0, rows.data(), rows.size(), nullptr};
+        kvblob_status st = h.submit(Kind::probe, &probe, out, err, cap);
+        lock.lock();
+        if (st == KVBLOB_OK) unstored.insert(*out);
+        return st;
+    }
+    kvblob_status results(Hooked &h, kvblob_op_t *op, uint64_t first, uint64_t count,
+                          kvblob_row_status_t *out) override
+    {
+        kvblob_status st = h.results(op, first, count, out);
+        std::lock_guard lock(mu);
+        if (st == KVBLOB_OK && unstored.count(op))
+            for (uint64_t i = 0; i < count; ++i)
+                if (out[i].result == KVBLOB_ROW_MISS) set(out[i], KVBLOB_ROW_READY);
+        return st;
+    }
+    kvblob_status release(Hooked &h, kvblob_op_t *op) override
+    {
+        kvblob_status st = h.next->release(h.inner, op);
+        std::lock_guard lock(mu);
+        if (st == KVBLOB_OK) unstored.erase(op);
+        return st;
+    }
+};
+const Registered put_again("remove.put-again", make<RemovedKeysCached>);
 
 // remove.being-written: removes the writer's claim (the staged writer let go) and says READY.
 struct RemoveDropsWriter : Break {
