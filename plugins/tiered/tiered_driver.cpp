@@ -8,7 +8,9 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 
@@ -41,6 +43,109 @@ std::string refusal(const Tier &tier, const kvblob::LoadError &e)
     for (const auto &p : e.problems()) text += ", " + p.rule + ": " + p.reason;
     return text;
 }
+
+// ---- scenario hooks: which are offered --------------------------------------
+//
+// A hook is forwarded to the bottom tier, and offered, only where the bottom
+// tier offers it. What each means through the stack:
+//
+//   stage_full_pool      forwarded as is: a put is written to the bottom tier
+//                        first, and a row it DECLINED reaches no tier above.
+//   stage_foreign_writer forwarded, then the key purged from the upper tiers
+//   stage_failing_read   and bypassed by gets and probes until
+//   stage_held_get       release_staged: otherwise an upper tier that holds
+//                        the key (a put writes through, a get promotes)
+//                        would answer READY first, where the hook promises
+//                        NOT_READY, FAULT, or a get held inside the store.
+//                        A put is the bottom tier's answer anyway; a remove
+//                        reaches every tier, the bottom's answer included.
+//   stage_unprovable     forwarded, purged and bypassed as above, so that the
+//                        next operation naming the key reaches the bottom
+//                        tier, whose unprovable access makes the tiered
+//                        operation's unprovable (ask).
+//   stage_corrupt        forwarded, then purged: a later get MISSes above and
+//                        is FAULT from below (R-ROW-6). Corruption is
+//                        permanent but needs no bypass: a later put replaces
+//                        the object in every tier.
+//   release_staged       forwarded; then the bypass ends.
+//
+// Left out:
+//   advance    a tiered operation is not one operation of the bottom tier: a
+//              get may be answered by the top tier and never reach the
+//              bottom, a put runs one tier operation per tier, a get's
+//              promotions run after it is final; the bottom tier's stages
+//              are not the tiered operation's, and its operations live only
+//              inside ask (no handle to translate to, before or after).
+//   echo_hint  for the same reason: the bottom tier's operation for a tiered
+//              one is gone by the time the battery asks (and there is none
+//              for a get the top tier answered).
+// The keyed hooks that purge are offered only where every upper tier
+// declares KVBLOB_CAP_REMOVE.
+enum Hook : unsigned {
+    hook_foreign_writer = 1u << 0,
+    hook_full_pool = 1u << 1,
+    hook_failing_read = 1u << 2,
+    hook_held_get = 1u << 3,
+    hook_corrupt = 1u << 4,
+    hook_unprovable = 1u << 5,
+    hook_release = 1u << 6,
+    hook_all = (1u << 7) - 1,
+};
+
+using Glue = support::ScenarioGlue<TieredDriver>;
+
+constexpr kvblob_scenarios_t masked_table(unsigned mask)
+{
+    kvblob_scenarios_t t{};
+    t.struct_size = sizeof(kvblob_scenarios_t);
+    if (mask & hook_foreign_writer) t.stage_foreign_writer = &Glue::foreign_writer;
+    if (mask & hook_full_pool) t.stage_full_pool = &Glue::full_pool;
+    if (mask & hook_failing_read) t.stage_failing_read = &Glue::failing_read;
+    if (mask & hook_held_get) t.stage_held_get = &Glue::held_get;
+    if (mask & hook_corrupt) t.stage_corrupt = &Glue::corrupt;
+    if (mask & hook_unprovable) t.stage_unprovable = &Glue::unprovable;
+    if (mask & hook_release) t.release_staged = &Glue::release;
+    return t;
+}
+
+constexpr std::array<kvblob_scenarios_t, hook_all + 1> make_tables()
+{
+    std::array<kvblob_scenarios_t, hook_all + 1> out{};
+    for (unsigned m = 0; m <= hook_all; ++m) out[m] = masked_table(m);
+    return out;
+}
+
+// Every combination, in this plugin's image (R-LOAD-12).
+constexpr std::array<kvblob_scenarios_t, hook_all + 1> scenario_tables = make_tables();
+
+// Whether s offers the slot ending at end (struct_size covers it, not NULL).
+template <class Slot>
+bool slot_offered(const kvblob_scenarios_t *s, size_t end, Slot slot)
+{
+    return s && s->struct_size >= end && slot != nullptr;
+}
+#define KVBT_OFFERS(s, slot) \
+    slot_offered(s, offsetof(kvblob_scenarios_t, slot) + sizeof(void *), (s) ? (s)->slot : nullptr)
+
+unsigned hooks_of(const std::vector<Tier> &tiers)
+{
+    const kvblob_scenarios_t *s = tiers.back().handle->scenarios();
+    unsigned mask = 0;
+    if (KVBT_OFFERS(s, stage_foreign_writer)) mask |= hook_foreign_writer;
+    if (KVBT_OFFERS(s, stage_full_pool)) mask |= hook_full_pool;
+    if (KVBT_OFFERS(s, stage_failing_read)) mask |= hook_failing_read;
+    if (KVBT_OFFERS(s, stage_held_get)) mask |= hook_held_get;
+    if (KVBT_OFFERS(s, stage_corrupt)) mask |= hook_corrupt;
+    if (KVBT_OFFERS(s, stage_unprovable)) mask |= hook_unprovable;
+    if (KVBT_OFFERS(s, release_staged)) mask |= hook_release;
+    const bool upper_remove = std::all_of(tiers.begin(), tiers.end() - 1, [](const Tier &t) {
+        return t.handle->has(KVBLOB_CAP_REMOVE);
+    });
+    if (!upper_remove)
+        mask &= ~(hook_foreign_writer | hook_failing_read | hook_held_get | hook_corrupt | hook_unprovable);
+    return mask;
+}
+#undef KVBT_OFFERS
 
 }  // namespace
 
@@ -135,6 +240,7 @@ TieredDriver::TieredDriver(const kvblob_caps_t &caps, const kvblob_host_services
                            std::shared_ptr<LogForward> forward, unsigned workers)
     : DriverBase(caps, host), tiers_(std::move(tiers)), forward_(std::move(forward))
 {
+    hooks_offered_ = hooks_of(tiers_);
     workers_.start(workers);
 }
 
@@ -213,6 +319,106 @@ kvblob_status TieredDriver::unregister_everywhere(kvblob_region_t *handle)
         }
     }
     return DriverBase::unregister_region(handle);
+}
+
+// ---- scenario hooks ---------------------------------------------------------------
+
+const kvblob_scenarios_t *TieredDriver::scenarios_offered() const
+{
+    return hooks_offered_ ? &scenario_tables[hooks_offered_] : nullptr;
+}
+
+kvblob_status TieredDriver::purge(size_t t, const std::string &key)
+{
+    Tier &tier = tiers_[t];
+    kvblob::Batch batch;
+    batch.row(key);
+    try {
+        kvblob::Operation op = tier.handle->submit(kvblob::OpKind::remove, batch.get());
+        while (!op.wait(std::chrono::hours(1))) {
+        }
+        const auto r = op.results();
+        if (r.at(0).result == KVBLOB_ROW_READY || r.at(0).result == KVBLOB_ROW_MISS) return KVBLOB_OK;
+        log(KVBLOB_LOG_WARN, tier.label() + " kept a key staged below: " +
+                                 kvblob::without_secrets(op.message(0), tier.secrets));
+    } catch (const std::exception &e) {
+        log(KVBLOB_LOG_WARN, tier.label() + " refused to remove a key staged below: " +
+                                 kvblob::without_secrets(e.what(), tier.secrets));
+    }
+    return KVBLOB_E_STORE;
+}
+
+kvblob_status TieredDriver::stage_keyed(kvblob_status (*kvblob_scenarios_t::*slot)(kvblob_driver_t *, const uint8_t *,
+                                                                                   uint64_t),
+                                        const std::string &key, bool bypass)
+{
+    const kvblob::Driver &bottom = *tiers_.back().handle;
+    // The bottom tier first: once it is staged, no put of the key reaches
+    // an upper tier (a put is written below first), so the purge that
+    // follows leaves none holding it.
+    const kvblob_status st =
+        (bottom.scenarios()->*slot)(bottom.handle(), reinterpret_cast<const uint8_t *>(key.data()), key.size());
+    if (st != KVBLOB_OK) return st;
+    if (bypass) {
+        std::lock_guard lock(hooks_mu_);
+        bypass_.insert(key);
+        keys_staged_.store(true);
+    }
+    for (size_t t = 0; t + 1 < tiers_.size(); ++t)
+        if (const kvblob_status p = purge(t, key); p != KVBLOB_OK) return p;
+    return KVBLOB_OK;
+}
+
+kvblob_status TieredDriver::stage_foreign_writer(const std::string &key)
+{
+    return stage_keyed(&kvblob_scenarios_t::stage_foreign_writer, key, true);
+}
+
+kvblob_status TieredDriver::stage_full_pool()
+{
+    const kvblob::Driver &bottom = *tiers_.back().handle;
+    return bottom.scenarios()->stage_full_pool(bottom.handle());
+}
+
+kvblob_status TieredDriver::stage_failing_read(const std::string &key)
+{
+    return stage_keyed(&kvblob_scenarios_t::stage_failing_read, key, true);
+}
+
+kvblob_status TieredDriver::stage_held_get(const std::string &key)
+{
+    return stage_keyed(&kvblob_scenarios_t::stage_held_get, key, true);
+}
+
+kvblob_status TieredDriver::stage_corrupt(const std::string &key)
+{
+    return stage_keyed(&kvblob_scenarios_t::stage_corrupt, key, false);
+}
+
+kvblob_status TieredDriver::stage_unprovable(const std::string &key)
+{
+    return stage_keyed(&kvblob_scenarios_t::stage_unprovable, key, true);
+}
+
+kvblob_status TieredDriver::release_staged()
+{
+    const kvblob::Driver &bottom = *tiers_.back().handle;
+    const kvblob_status st = bottom.scenarios()->release_staged(bottom.handle());
+    std::lock_guard lock(hooks_mu_);
+    bypass_.clear();
+    keys_staged_.store(false);
+    return st;
+}
+
+std::vector<size_t> TieredDriver::hold_back(TieredOp &op, std::vector<size_t> &rows)
+{
+    std::vector<size_t> held;
+    if (!keys_staged_.load()) return held;
+    std::lock_guard lock(hooks_mu_);
+    std::vector<size_t> keep;
+    for (size_t i : rows) (bypass_.count(op.rows[i].key) ? held : keep).push_back(i);
+    rows = std::move(keep);
+    return held;
 }
 
 // ---- operations ---------------------------------------------------------------
@@ -337,7 +543,14 @@ void TieredDriver::run_get(TieredOp &op, const std::vector<size_t> &all, std::ve
     std::vector<int> ready_tier(op.rows.size(), -1);
     std::vector<std::optional<TierAnswer>> fault(op.rows.size());
     std::vector<size_t> rows = all;
-    for (size_t t = 0; t < tiers_.size() && !rows.empty(); ++t) {
+    // Rows of a key staged below go to the bottom tier alone.
+    std::vector<size_t> below = hold_back(op, rows);
+    for (size_t t = 0; t < tiers_.size(); ++t) {
+        if (t + 1 == tiers_.size()) rows.insert(rows.end(), below.begin(), below.end());
+        if (rows.empty()) {
+            if (below.empty()) break;
+            continue;
+        }
         auto got = ask(op, t, kvblob::OpKind::get, rows, true);
         std::vector<size_t> next;
         for (size_t k = 0; k < rows.size(); ++k) {
@@ -410,11 +623,18 @@ void TieredDriver::run_put(TieredOp &op, const std::vector<size_t> &all, std::ve
     }
 }
 
-// READY from the first tier that holds the key, else the last tier's answer.
+// READY from the first tier that holds the key, else the last tier's answer;
+// a key staged below is asked of the bottom tier alone.
 void TieredDriver::run_probe(TieredOp &op, const std::vector<size_t> &all, std::vector<TierAnswer> &answers)
 {
     std::vector<size_t> rows = all;
-    for (size_t t = 0; t < tiers_.size() && !rows.empty(); ++t) {
+    std::vector<size_t> below = hold_back(op, rows);  // as in run_get
+    for (size_t t = 0; t < tiers_.size(); ++t) {
+        if (t + 1 == tiers_.size()) rows.insert(rows.end(), below.begin(), below.end());
+        if (rows.empty()) {
+            if (below.empty()) break;
+            continue;
+        }
         auto got = ask(op, t, kvblob::OpKind::probe, rows, true);
         std::vector<size_t> next;
         for (size_t k = 0; k < rows.size(); ++k) {

@@ -15,9 +15,11 @@
 #include <kvblob/support/driver_base.hpp>
 #include <kvblob/support/work_queue.hpp>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -73,6 +75,25 @@ public:
     // when any tier refuses (its registration, and the memory, stay).
     kvblob_status unregister_everywhere(kvblob_region_t *region);
 
+    // kvblob.scenarios/1, forwarded to the bottom tier (the store the upper
+    // tiers cache), each offered only where the bottom tier offers it
+    // (scenarios_offered). A hook that stages a key stages it below, then
+    // takes the key out of every upper tier (purge), and, until
+    // release_staged, gets and probes of the key skip the upper tiers
+    // (bypass): the bottom tier's answer is the stack's, as the hook
+    // documents. advance and echo_hint are not forwarded (tiered_driver.cpp
+    // says why).
+    kvblob_status stage_foreign_writer(const std::string &key);
+    kvblob_status stage_full_pool();
+    kvblob_status stage_failing_read(const std::string &key);
+    kvblob_status stage_held_get(const std::string &key);
+    kvblob_status stage_corrupt(const std::string &key);
+    kvblob_status stage_unprovable(const std::string &key);
+    kvblob_status release_staged();
+    // The table of the hooks above that the bottom tier offers (static
+    // storage in this plugin's image, R-LOAD-12); nullptr when none.
+    const kvblob_scenarios_t *scenarios_offered() const;
+
 protected:
     std::unique_ptr<Op> make_op() override { return std::make_unique<TieredOp>(); }
     void start(Op &op) override;
@@ -97,8 +118,29 @@ private:
     std::vector<TierAnswer> ask(TieredOp &op, size_t t, kvblob::OpKind kind, const std::vector<size_t> &rows,
                                 bool cancellable);
 
+    // Forwards a keyed hook to the bottom tier, then purges key from the
+    // upper tiers and bypasses them for it (bypass: until release_staged).
+    kvblob_status stage_keyed(kvblob_status (*kvblob_scenarios_t::*slot)(kvblob_driver_t *, const uint8_t *, uint64_t),
+                              const std::string &key, bool bypass);
+    // Removes key from tier t (an upper tier): OK when it answered READY or
+    // MISS.
+    kvblob_status purge(size_t t, const std::string &key);
+    // Takes out of rows those naming a key staged below (bypass_), and
+    // returns them: they are asked of the bottom tier alone.
+    std::vector<size_t> hold_back(TieredOp &op, std::vector<size_t> &rows);
+
     std::vector<Tier> tiers_;
     std::shared_ptr<LogForward> forward_;
+
+    // Which kvblob.scenarios/1 slots this driver offers (bits of
+    // tiered_driver.cpp's Hook), fixed at open.
+    unsigned hooks_offered_ = 0;
+    // Keys staged below whose gets and probes skip the upper tiers, until
+    // release_staged; keys_staged_ is set while any is, so operations take
+    // hooks_mu_ only then.
+    std::mutex hooks_mu_;
+    std::set<std::string> bypass_;
+    std::atomic<bool> keys_staged_{false};
 
     // Each registered region's registrations with the tiers, by tier.
     std::mutex regions_mu_;
