@@ -128,7 +128,8 @@ struct Settings {
 
 // What the rounds did, added up.
 struct Totals {
-    uint64_t published = 0, wanted = 0, delivered = 0, full_hits = 0, wrong = 0, fetched_bytes = 0, served = 0;
+    uint64_t published = 0, wanted = 0, delivered = 0, full_hits = 0, wrong = 0, fetched_bytes = 0, served = 0,
+             publishes = 0;  // requests published, every round
     Clock::duration publish_time{}, fetch_time{};
 };
 
@@ -145,6 +146,7 @@ void publish_round(Instance &publisher, const std::vector<engine::Request> &work
                                                offsets, s.block_bytes, op_timeout, publisher.slots);
         t.publish_time += Clock::now() - t0;
         t.published += kvblob::resume_bound(results);
+        ++t.publishes;
         progress("publish", i / 2 + 1, (workload.size() + 1) / 2);
     }
 }
@@ -183,9 +185,10 @@ void fetch_round(Instance &fetcher, const std::vector<engine::Request> &workload
     }
 }
 
-void report(const Totals &t, size_t requests, size_t pages, uint64_t block_bytes, uint64_t set_aside)
+void report(const Totals &t, size_t pages, uint64_t block_bytes, uint64_t set_aside)
 {
-    std::printf("publisher: %zu requests, %llu blocks published (%.1f MiB) in %.3f s\n", (requests + 1) / 2,
+    std::printf("publisher: %llu requests, %llu blocks published (%.1f MiB) in %.3f s\n",
+                static_cast<unsigned long long>(t.publishes),
                 static_cast<unsigned long long>(t.published), mib(t.published * block_bytes), seconds(t.publish_time));
     std::printf("fetcher:   %llu requests, %llu blocks wanted, %llu delivered by the store (%.1f%%), %llu recomputed\n",
                 static_cast<unsigned long long>(t.served), static_cast<unsigned long long>(t.wanted),
@@ -300,7 +303,7 @@ int run(const Settings &s, const kvblob::tools::MetricsEndpoint *endpoint)
         publish_round(publisher, workload, s, totals);
         fetch_round(fetcher, workload, s, totals);
     } while (Clock::now() < until);
-    report(totals, workload.size(), pages, s.block_bytes, publisher.set_aside + fetcher.set_aside);
+    report(totals, pages, s.block_bytes, publisher.set_aside + fetcher.set_aside);
     if (totals.wrong) {
         std::printf("WRONG BYTES: %llu blocks reported READY held other bytes than computed\n",
                     static_cast<unsigned long long>(totals.wrong));
