@@ -14,7 +14,6 @@ namespace kvblob::conformance {
 namespace {
 
 constexpr const char *record_word = "metrics";
-const char *const level_names[] = {"debug", "info", "warn", "error", "misbehaving"};
 
 // The check's own tally. A check's threads may submit at once: one lock,
 // off any path the battery times.
@@ -85,7 +84,7 @@ std::string check_metrics_record()
     for (auto &m : metrics_of_open_drivers()) drivers.push_back(std::move(m));
     const MetricsSnapshot host = metrics_total(drivers);
     counts["drivers_opened"] = drivers.size();
-    for (size_t l = 0; l < host.log_lines.size(); ++l) counts[std::string("log.") + level_names[l]] = host.log_lines[l];
+    for (size_t l = 0; l < host.log_lines.size(); ++l) counts[std::string("log.") + metrics_level_names[l]] = host.log_lines[l];
     std::string out = record_word;
     for (const auto &[name, n] : counts)
         if (n) out += " " + name + "=" + std::to_string(n);

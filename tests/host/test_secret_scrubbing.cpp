@@ -65,7 +65,7 @@ TEST_CASE("secret scrubbing: a secret inside the host's marker ends, and is remo
 TEST_CASE("secret scrubbing: overlapping and repeated secrets leave nothing of either")
 {
     // Neither order nor length decides: both overlapping secrets go whole.
-    for (const std::vector<std::string> secrets : {std::vector<std::string>{"abcdef", "defghi"},
+    for (const std::vector<std::string> &secrets : {std::vector<std::string>{"abcdef", "defghi"},
                                                    std::vector<std::string>{"defghi", "abcdef"}}) {
         const auto out = scrubbed("x abcdefghi y", secrets);
         REQUIRE(out);

@@ -7,8 +7,6 @@ namespace kvblob::python {
 
 namespace {
 
-const char *const kind_names[] = {"put", "get", "probe", "remove"};
-const char *const level_names[] = {"debug", "info", "warn", "error", "misbehaving"};
 
 py::dict histogram_dict(const HistogramSnapshot &h)
 {
@@ -48,14 +46,14 @@ py::dict metrics_dict(const MetricsSnapshot &s)
         kind["ready_bytes"] = m.ready_bytes;
         kind["until_final"] = histogram_dict(m.until_final);
         kind["access_end_after_final"] = histogram_dict(m.access_end_after_final);
-        kinds[kind_names[k]] = kind;
+        kinds[to_string(static_cast<OpKind>(k))] = kind;
     }
     out["kinds"] = kinds;
     out["ops_in_flight"] = s.ops_in_flight;
     out["regions"] = s.regions;
     out["region_bytes"] = s.region_bytes;
     out["pinned_bytes"] = s.pinned_bytes;
-    for (size_t l = 0; l < s.log_lines.size(); ++l) logs[level_names[l]] = s.log_lines[l];
+    for (size_t l = 0; l < s.log_lines.size(); ++l) logs[metrics_level_names[l]] = s.log_lines[l];
     out["log_lines"] = logs;
     out["contract_breaks"] = by_rule(s.contract_breaks);
     out["access_end_bound_seconds"] = static_cast<double>(s.access_end_bound_ns) / 1e9;

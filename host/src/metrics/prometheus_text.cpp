@@ -38,6 +38,23 @@ const std::vector<MetricFamily> &metric_families()
     return families;
 }
 
+namespace {
+
+// The length of the UTF-8 sequence at text[i] (a lead byte, then its
+// continuation bytes), or 0 when none starts there. No overlong or
+// surrogate check: a label is only shown, never interpreted.
+size_t utf8_sequence(std::string_view text, size_t i)
+{
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t length = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return 0;
+    for (size_t k = 1; k < length; ++k)
+        if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) return 0;
+    return length;
+}
+
+}  // namespace
+
 std::string metrics_label_problem(std::string_view label)
 {
     if (label.size() > max_metrics_label)
@@ -53,12 +70,8 @@ std::string metrics_label_problem(std::string_view label)
             ++i;
             continue;
         }
-        // UTF-8: a lead byte, then its continuation bytes (no overlong or
-        // surrogate check: the label is only shown, never interpreted).
-        const size_t length = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-        bool whole = length != 0 && i + length <= label.size();
-        for (size_t k = 1; whole && k < length; ++k) whole = (static_cast<unsigned char>(label[i + k]) & 0xc0) == 0x80;
-        if (!whole) return "is not UTF-8 at byte " + std::to_string(i);
+        const size_t length = utf8_sequence(label, i);
+        if (length == 0) return "is not UTF-8 at byte " + std::to_string(i);
         i += length;
     }
     return {};
@@ -66,8 +79,7 @@ std::string metrics_label_problem(std::string_view label)
 
 namespace {
 
-const char *const kind_names[] = {"put", "get", "probe", "remove"};
-const char *const level_names[] = {"debug", "info", "warn", "error", "misbehaving"};
+const char *kind_name(size_t k) { return to_string(static_cast<OpKind>(k)); }
 
 // A label value as the format wants it: backslash, double quote and line
 // feed escaped. Anything that is not UTF-8, or a control character a label
@@ -84,13 +96,10 @@ void append_label_value(std::string &out, std::string_view value)
             if ((c < 0x20 && c != '\t') || c == 0x7f) out += "\xEF\xBF\xBD";
             else out += static_cast<char>(c);
             ++i;
+        } else if (const size_t length = utf8_sequence(value, i)) {
+            out.append(value.substr(i, length)), i += length;
         } else {
-            const std::string_view rest = value.substr(i, 4);
-            const size_t length = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-            bool whole = length != 0 && length <= rest.size();
-            for (size_t k = 1; whole && k < length; ++k) whole = (static_cast<unsigned char>(rest[k]) & 0xc0) == 0x80;
-            if (whole) out.append(rest.substr(0, length)), i += length;
-            else out += "\xEF\xBF\xBD", ++i;
+            out += "\xEF\xBF\xBD", ++i;
         }
     }
 }
@@ -261,30 +270,30 @@ std::string prometheus_text(const std::vector<MetricsSnapshot> &snapshots)
     page.unlabelled("kvblob_drivers_open", snapshots.size());
     const auto per_kind = [&](const char *name, const std::function<std::string(const KindMetrics &)> &value) {
         page.family(name, [&](const MetricsSnapshot &s, const Page::Series &series) {
-            for (size_t k = 0; k < 4; ++k) series("", label("kind", kind_names[k]), value(s.kinds[k]));
+            for (size_t k = 0; k < 4; ++k) series("", label("kind", kind_name(k)), value(s.kinds[k]));
         });
     };
     per_kind("kvblob_operations_submitted_total", [](const KindMetrics &k) { return number(k.submitted); });
     page.family("kvblob_operations_refused_total", [](const MetricsSnapshot &s, const Page::Series &series) {
         for (size_t k = 0; k < 4; ++k)
             for (const auto &[rule, n] : s.kinds[k].refused)
-                series("", label("kind", kind_names[k]) + label("rule", rule), number(n));
+                series("", label("kind", kind_name(k)) + label("rule", rule), number(n));
     });
     page.family("kvblob_rows_total", [](const MetricsSnapshot &s, const Page::Series &series) {
         for (size_t k = 0; k < 4; ++k)
             for (kvblob_row_result r = KVBLOB_ROW_READY; r <= KVBLOB_ROW_RESULT_LAST; ++r)
-                series("", label("kind", kind_names[k]) + label("result", kvblob_row_result_name(r)),
+                series("", label("kind", kind_name(k)) + label("result", kvblob_row_result_name(r)),
                        number(s.kinds[k].rows[static_cast<size_t>(r)]));
     });
     page.family("kvblob_ready_bytes_total", [](const MetricsSnapshot &s, const Page::Series &series) {
-        for (size_t k : {0, 1}) series("", label("kind", kind_names[k]), number(s.kinds[k].ready_bytes));
+        for (size_t k : {0, 1}) series("", label("kind", kind_name(k)), number(s.kinds[k].ready_bytes));
     });
     page.family("kvblob_operation_seconds", [](const MetricsSnapshot &s, const Page::Series &series) {
-        for (size_t k = 0; k < 4; ++k) histogram_series(s.kinds[k].until_final, label("kind", kind_names[k]), series);
+        for (size_t k = 0; k < 4; ++k) histogram_series(s.kinds[k].until_final, label("kind", kind_name(k)), series);
     });
     page.family("kvblob_access_end_seconds", [](const MetricsSnapshot &s, const Page::Series &series) {
         for (size_t k = 0; k < 4; ++k)
-            histogram_series(s.kinds[k].access_end_after_final, label("kind", kind_names[k]), series);
+            histogram_series(s.kinds[k].access_end_after_final, label("kind", kind_name(k)), series);
     });
     const auto per_driver = [&](const char *name, const std::function<std::string(const MetricsSnapshot &)> &value) {
         page.family(name, [&](const MetricsSnapshot &s, const Page::Series &series) { series("", "", value(s)); });
@@ -300,7 +309,7 @@ std::string prometheus_text(const std::vector<MetricsSnapshot> &snapshots)
     per_driver("kvblob_region_bytes", [](const MetricsSnapshot &s) { return number(s.region_bytes); });
     per_driver("kvblob_pinned_bytes", [](const MetricsSnapshot &s) { return number(s.pinned_bytes); });
     page.family("kvblob_driver_log_lines_total", [](const MetricsSnapshot &s, const Page::Series &series) {
-        for (size_t l = 0; l < s.log_lines.size(); ++l) series("", label("level", level_names[l]), number(s.log_lines[l]));
+        for (size_t l = 0; l < s.log_lines.size(); ++l) series("", label("level", metrics_level_names[l]), number(s.log_lines[l]));
     });
     page.family("kvblob_contract_breaks_total", [](const MetricsSnapshot &s, const Page::Series &series) {
         for (const auto &[rule, n] : s.contract_breaks) series("", label("rule", rule), number(n));

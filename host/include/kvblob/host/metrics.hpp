@@ -58,6 +58,10 @@ struct KindMetrics {
     HistogramSnapshot access_end_after_final;
 };
 
+// How the metrics name a log level (log_lines' index): the `level` label.
+inline constexpr std::array<const char *, KVBLOB_LOG_MISBEHAVING + 1> metrics_level_names = {
+    "debug", "info", "warn", "error", "misbehaving"};
+
 struct MetricsSnapshot {
     std::string driver;  // the plugin's name
     std::string label;   // the instance label the engine chose ("" when none)
