@@ -6,6 +6,7 @@
 #include "kvblob/host/batch.hpp"
 #include "kvblob/tools/fill_pattern.hpp"
 #include "lane_memory.hpp"
+#include "tier_placement.hpp"
 
 namespace kvblob::bench {
 
@@ -52,6 +53,9 @@ public:
             if (got.errors) throw std::runtime_error("the first get failed: " + got.error);
             if (buf_.download() != expected) throw std::runtime_error("the driver's get delivered other bytes than were put");
         }
+        // Then where the point wants them (and checked there): a tier of
+        // the tiered driver.
+        if (s_.placement) s_.placement->place(keys_.get());
     }
 
     Sample step() override
@@ -66,7 +70,11 @@ public:
 
     void between() override
     {
-        if (p_.op != BenchOp::put) return;
+        if (p_.op != BenchOp::put) {
+            // A get READY from a lower tier promoted its row: out again.
+            if (s_.placement) s_.placement->restore(keys_.get());
+            return;
+        }
         // Every timed put stores new objects: a put of a stored key would be
         // READY without moving a byte (R-ROW-7).
         // Where a remove cannot (a key still leased to a reader, say), the

@@ -10,6 +10,8 @@
 
 namespace kvblob::bench {
 
+class TierStores;
+
 struct DriverLaneSettings {
     std::string run_id;         // keeps this run's keys apart from others'
     // The null driver answers MISS to gets and probes and moves no bytes:
@@ -17,6 +19,9 @@ struct DriverLaneSettings {
     bool null_driver = false;
     bool device_memory = false;  // rows in CUDA device memory
     WaitStyle wait = WaitStyle::host;  // how the lane waits for each operation
+    // --tier (the tiered driver): where a get or probe point's rows are
+    // left after the warm-up and after every timed step (tier_placement.hpp).
+    const TierStores *placement = nullptr;
 };
 
 std::unique_ptr<Lane> make_driver_lane(Driver &driver, const Point &point, unsigned lane,

@@ -26,6 +26,7 @@
 #include "kvblob/host/load_error.hpp"
 #include "kvblob/host/version.hpp"
 #include "report.hpp"
+#include "tier_placement.hpp"
 
 using namespace kvblob;
 using namespace kvblob::bench;
@@ -48,6 +49,7 @@ struct Flags {
     std::string modes_text = "blocking,background";
     std::string metrics_text = "on", metrics_out;
     unsigned metrics_rounds = 5;
+    std::string tier_text;  // --tier: top or bottom, for the tiered driver
 };
 
 void add_flags(CLI::App &app, Flags &f)
@@ -124,6 +126,12 @@ void add_flags(CLI::App &app, Flags &f)
         ->transform(cli::Count(1000))
         ->capture_default_str();
     app.add_option("--metrics-out", f.metrics_out, "Write the driver's metrics at the end, in Prometheus' text format");
+    app.add_option("--tier", f.tier_text,
+                   "With --driver tiered: where gets and probes find their rows. top: in the top tier (written "
+                   "through, checked there); bottom: only in the bottom tier (removed from every tier above after "
+                   "the warm-up and after every timed step, untimed). The baseline is then tier 0's driver alone "
+                   "(top) or the bottom tier's driver alone (bottom), opened with that tier's options")
+        ->check(CLI::IsMember({"top", "bottom"}));
 }
 
 WaitStyle wait_style(const Flags &f) { return f.wait_text == "watch" ? WaitStyle::watch : WaitStyle::host; }
@@ -317,17 +325,36 @@ int run_driver_bench(const Flags &f, const Options &options, const Grid &g)
             return 3;
         }
     }
-    std::optional<Baseline> baseline;
-    if (f.no_baseline) info.no_baseline_reason = "--no-baseline";
-    else if (device) baseline = cuda_copy_baseline();
-    else baseline = baseline_for(info.driver_name, options, wait_style(f), info.no_baseline_reason);
-    if (baseline) info.baseline_name = baseline->name;
-
     DriverLaneSettings lane_settings;
     lane_settings.run_id = std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr));
     lane_settings.null_driver = info.driver_name == "null";
     lane_settings.device_memory = device;
     lane_settings.wait = wait_style(f);
+
+    // --tier: the tiered driver's tiers opened beside it, to place each
+    // lane's rows and to measure the tier's driver alone.
+    std::optional<TierStores> tiers;
+    if (!f.tier_text.empty()) {
+        if (info.driver_name != "tiered") {
+            std::cerr << "kvblob-bench: --tier is for the tiered driver, not " << info.driver_name << "\n";
+            return cli::exit_usage;
+        }
+        try {
+            tiers.emplace(*plugin, f.plugin.load, options, f.tier_text == "top" ? TierPlace::top : TierPlace::bottom);
+        } catch (const std::exception &e) {
+            std::cerr << "kvblob-bench: " << e.what() << "\n";
+            return 3;
+        }
+        lane_settings.placement = &*tiers;
+        info.tier = tiers->place_name();
+    }
+
+    std::optional<Baseline> baseline;
+    if (f.no_baseline) info.no_baseline_reason = "--no-baseline";
+    else if (device) baseline = cuda_copy_baseline();
+    else if (tiers) baseline = tiers->reference(lane_settings);
+    else baseline = baseline_for(info.driver_name, options, wait_style(f), info.no_baseline_reason);
+    if (baseline) info.baseline_name = baseline->name;
 
     const std::vector<Point> points = points_of(g);
     PointRun run(f, g, *driver, baseline, info, lane_settings);

@@ -57,6 +57,7 @@ void print_table(std::ostream &out, const RunInfo &info, const std::vector<Resul
         << "; every lane's rows in page-aligned memory; the driver lane waits "
         << (info.wait == "watch" ? "watching, never asleep" : "through Operation::wait");
     if (info.load) out << "; under load: " << info.load << " busy thread(s) beside every lane";
+    if (!info.tier.empty()) out << "; gets and probes find their rows in the " << info.tier << " tier";
     out << "\n\n";
     char line[512];
     std::snprintf(line, sizeof line, "%-5s %6s %5s %3s %9s %11s %9s %19s %19s %9s %7s  %s\n", "op", "size", "batch",
@@ -92,7 +93,9 @@ void write_json(std::ostream &out, const RunInfo &info, const std::vector<Result
         << ",\"options\":" << json_string_array(info.options) << "},\"baseline\":"
         << (info.baseline_name.empty() ? "null" : json_quote(info.baseline_name));
     if (info.baseline_name.empty()) out << ",\"no_baseline_reason\":" << json_quote(info.no_baseline_reason);
-    out << ",\"statistic\":" << json_quote(info.statistic) << ",\"load_threads\":" << info.load << ",\"wait\":" << json_quote(info.wait) << ",\"duration_s\":" << fixed(info.duration_s, 3) << ",\"byte_budget\":" << info.byte_budget
+    out << ",\"statistic\":" << json_quote(info.statistic) << ",\"load_threads\":" << info.load << ",\"wait\":" << json_quote(info.wait);
+    if (!info.tier.empty()) out << ",\"tier\":" << json_quote(info.tier);
+    out << ",\"duration_s\":" << fixed(info.duration_s, 3) << ",\"byte_budget\":" << info.byte_budget
         << ",\"points\":[";
     for (size_t i = 0; i < results.size(); ++i) {
         const auto &r = results[i];

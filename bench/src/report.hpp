@@ -30,6 +30,7 @@ struct RunInfo {
     std::string statistic = "mean";  // how throughput is reported (measure.hpp)
     unsigned load = 0;  // --load: busy threads beside every lane
     std::string wait = "host";  // --wait: how the driver lane waits for each operation
+    std::string tier;           // --tier: which tier of the tiered driver the points measure
 };
 
 void print_table(std::ostream &out, const RunInfo &info, const std::vector<Result> &results);

@@ -1,0 +1,66 @@
+// kvblob-bench --tier for the tiered driver (plugins/tiered): which tier a
+// point measures. The bench opens each tier's store itself, with the
+// driver and options the tiered driver gives that tier (tier.N.driver,
+// tier.N.<option>), and after each lane's warm-up leaves its rows where the
+// point wants them:
+//
+//   top     in the top tier (a put writes through every tier, so the rows
+//           are there; the warm-up checks each is);
+//   bottom  only in the bottom tier: removed from every tier above after
+//           the warm-up and again after every timed step (a get READY from
+//           below promotes the row into the tiers above, and the next get
+//           would find it at the top), untimed.
+//
+// Each point's figures come with the same point measured on the tier's
+// driver alone, in the same run: the memory driver alone for top (tier 0's
+// driver), the bottom driver alone for bottom, as the point's baseline, so
+// its ratio is tiered / that driver.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "baseline.hpp"
+#include "driver_lane.hpp"
+#include "kvblob/host/batch.hpp"
+#include "kvblob/host/plugin.hpp"
+
+namespace kvblob::bench {
+
+enum class TierPlace { top, bottom };
+
+// The tiers of a tiered driver's options, opened directly. Throws
+// std::runtime_error naming the tier when one cannot be found or opened.
+class TierStores {
+public:
+    TierStores(const Plugin &tiered, const LoadOptions &load, const Options &options, TierPlace place);
+
+    TierPlace place() const { return place_; }
+    // "top" or "bottom".
+    const char *place_name() const;
+    // Leaves keys (the lane's rows, stored through the tiered driver) where
+    // the point wants them, and checks they are: throws std::runtime_error
+    // saying how many rows are elsewhere, and in which tier.
+    void place(const kvblob_batch_t &keys) const;
+    // After a timed step: puts them back (bottom: out of the tiers above).
+    void restore(const kvblob_batch_t &keys) const;
+    // The point measured on the reference driver alone (tier 0's for top,
+    // the bottom tier's for bottom), named "<driver> driver alone (tier N)".
+    Baseline reference(const DriverLaneSettings &lane) const;
+
+private:
+    struct Tier {
+        std::string driver;
+        std::optional<Plugin> plugin;
+        mutable std::optional<Driver> handle;  // submitting changes no placement
+    };
+    // How many of keys tier answers probe READY for.
+    uint64_t held_in(const Tier &tier, const kvblob_batch_t &keys) const;
+    void remove_above_bottom(const kvblob_batch_t &keys) const;
+    TierPlace place_;
+    std::vector<std::unique_ptr<Tier>> tiers_;
+};
+
+}  // namespace kvblob::bench
