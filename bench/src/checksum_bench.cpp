@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <vector>
 
 #include "kvblob/support/crc32c.hpp"
@@ -36,6 +37,51 @@ double per_call(uint64_t calls, Seconds duration, const std::function<void()> &c
            static_cast<double>(calls);
 }
 
+const char *band_name(size_t band)
+{
+    static const char *const names[] = {"under 2K", "2K-8K", "8K-32K", "32K up"};
+    static_assert(std::size(names) == support::crc32c_bands);
+    return names[band];
+}
+
+// Which path each size band takes and why: the calibration's own figures
+// for the chosen path and the runner-up (crc32c_choice: timed at first use).
+void print_choice(std::ostream &out)
+{
+    const auto &paths = support::crc32c_paths();
+    const support::Crc32cChoice &c = support::crc32c_choice();
+    char line[256];
+    if (c.how == "measured")
+        std::snprintf(line, sizeof line, "choice: measured at first use, %u rounds in %.2f ms (least ns per call)\n",
+                      c.rounds, c.seconds * 1e3);
+    else
+        std::snprintf(line, sizeof line, "choice: %s\n", c.how.c_str());
+    out << line;
+    if (!c.warning.empty()) out << "choice: " << c.warning << "\n";
+    std::snprintf(line, sizeof line, "%-9s %-5s %7s %-15s %9s   %-15s %9s\n", "band", "op", "timed", "takes", "ns",
+                  "next fastest", "ns");
+    out << line;
+    for (size_t op = 0; op < 2; ++op)
+        for (size_t band = 0; band < support::crc32c_bands; ++band) {
+            const size_t chosen = c.path[op][band];
+            const char *op_name = op == support::crc32c_plain ? "plain" : "copy";
+            if (c.timings.size() != paths.size()) {
+                std::snprintf(line, sizeof line, "%-9s %-5s %7zu %s\n", band_name(band), op_name,
+                              support::crc32c_calibration_sizes[band], paths[chosen].name);
+                out << line;
+                continue;
+            }
+            size_t next = paths.size();
+            for (size_t p = 0; p < paths.size(); ++p)
+                if (p != chosen && (next == paths.size() || c.timings[p][op][band] < c.timings[next][op][band])) next = p;
+            std::snprintf(line, sizeof line, "%-9s %-5s %7zu %-15s %9.1f   %-15s %9.1f\n", band_name(band), op_name,
+                          support::crc32c_calibration_sizes[band], paths[chosen].name, c.timings[chosen][op][band],
+                          next < paths.size() ? paths[next].name : "-",
+                          next < paths.size() ? c.timings[next][op][band] : 0.0);
+            out << line;
+        }
+}
+
 }  // namespace
 
 int run_checksum_bench(const ChecksumSettings &s, bool json, std::ostream &out)
@@ -48,6 +94,9 @@ int run_checksum_bench(const ChecksumSettings &s, bool json, std::ostream &out)
     for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
     volatile uint32_t sink = 0;
 
+    // The choice first, as a driver's open makes it: on a CPU this run has
+    // not yet warmed.
+    support::crc32c_choice();
     const auto &paths = support::crc32c_paths();
     std::vector<ChecksumPoint> points;
     for (size_t k = 0; k < s.sizes.size(); ++k) {
@@ -93,12 +142,22 @@ int run_checksum_bench(const ChecksumSettings &s, bool json, std::ostream &out)
                           static_cast<double>(p.size) / p.baseline_seconds / 1e9, p.baseline_seconds / p.seconds);
             out << line;
         }
-        out << "]}}\n";
+        out << "],\"choice\":{\"how\":\"" << support::crc32c_choice().how << "\",\"bands\":[";
+        for (size_t band = 0; band < support::crc32c_bands; ++band) {
+            const auto &c = support::crc32c_choice();
+            std::snprintf(line, sizeof line, "%s{\"timed_size\":%zu,\"plain\":\"%s\",\"copy\":\"%s\"}", band ? "," : "",
+                          support::crc32c_calibration_sizes[band], paths[c.path[support::crc32c_plain][band]].name,
+                          paths[c.path[support::crc32c_fused_copy][band]].name);
+            out << line;
+        }
+        out << "]}}}\n";
         return 0;
     }
     out << "checksums: CRC32C over bytes in cache, each path this CPU runs, alone (plain) and fused with a copy "
            "(copy), against memcpy of the same bytes; median of calls over "
-        << s.duration.count() << " s each; crc32c picks among them by CPU and size (plugins/support/src/crc32c.cpp)\n";
+        << s.duration.count()
+        << " s each. crc32c and crc32c_copy take, per size band, the path the calibration at first use timed "
+           "fastest (plugins/support/src/crc32c_choice.cpp): the choice follows the table\n";
     std::snprintf(line, sizeof line, "%-15s %-5s %9s %11s %8s %12s %6s\n", "path", "op", "size", "ns/call", "GB/s",
                   "memcpy GB/s", "ratio");
     out << line;
@@ -109,6 +168,7 @@ int run_checksum_bench(const ChecksumSettings &s, bool json, std::ostream &out)
                       static_cast<double>(p.size) / p.baseline_seconds / 1e9, p.baseline_seconds / p.seconds);
         out << line;
     }
+    print_choice(out);
     return 0;
 }
 

@@ -1,9 +1,13 @@
 // CRC32C as the bundled drivers compute it: against the standard check
 // value, and against a bit-at-a-time reference across lengths and
-// alignments that cross the three-stripe blocks of the hardware path.
+// alignments that cross the three-stripe blocks of the hardware path; and
+// the choice among the paths, from injected timings (no figure of this
+// machine's is asserted).
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -94,6 +98,188 @@ TEST_CASE("crc32c: every implementation this CPU runs gives the portable one's c
     }
     // The reference check value through each path.
     for (const auto &path : paths) CHECK(path.plain(0, "123456789", 9) == 0xE3069283u);
+}
+
+TEST_CASE("crc32c: every path, plain and copying, matches a bitwise reference at every length from 0 to 4200 bytes and unaligned starts")
+{
+    using namespace kvblob::support;
+    constexpr size_t longest = 4200;
+    std::vector<uint8_t> src(longest + 64), dst(longest + 128);
+    fill_pattern(src.data(), src.size(), 23);
+    for (size_t from : {0ul, 1ul, 7ul, 13ul, 63ul}) {
+        // The reference of every prefix in one pass: the running register,
+        // inverted, is the checksum of the bytes so far.
+        std::vector<uint32_t> expected(longest + 1);
+        uint32_t state = ~0u;
+        expected[0] = 0;
+        for (size_t i = 0; i < longest; ++i) {
+            state ^= src[from + i];
+            for (int k = 0; k < 8; ++k) state = (state >> 1) ^ (0x82F63B78u & (0u - (state & 1u)));
+            expected[i + 1] = ~state;
+        }
+        const size_t to = (from * 5 + 3) % 64;  // the destination unaligned too, differently
+        for (const auto &path : crc32c_paths()) {
+            size_t plain_wrong = 0, copy_wrong = 0, bytes_wrong = 0, first_wrong = longest + 1;
+            for (size_t n = 0; n <= longest; ++n) {
+                const bool plain_ok = path.plain(0, src.data() + from, n) == expected[n];
+                const bool copy_ok = path.copy(0, dst.data() + to, src.data() + from, n) == expected[n];
+                const bool bytes_ok = std::memcmp(dst.data() + to, src.data() + from, n) == 0;
+                plain_wrong += !plain_ok;
+                copy_wrong += !copy_ok;
+                bytes_wrong += !bytes_ok;
+                if (!(plain_ok && copy_ok && bytes_ok)) first_wrong = std::min(first_wrong, n);
+            }
+            // One check per path and start, not 4201: a failure names the
+            // first length that went wrong.
+            CAPTURE(path.name);
+            CAPTURE(from);
+            CAPTURE(first_wrong);
+            CHECK(plain_wrong == 0);
+            CHECK(copy_wrong == 0);
+            CHECK(bytes_wrong == 0);
+        }
+    }
+}
+
+namespace {
+
+// Timings for paths whose ns at every op and band are given by at(p, op, band).
+template <class F>
+kvblob::support::Crc32cTimings timings_from(size_t paths, F at)
+{
+    kvblob::support::Crc32cTimings t(paths);
+    for (size_t p = 0; p < paths; ++p)
+        for (size_t op = 0; op < 2; ++op)
+            for (size_t band = 0; band < kvblob::support::crc32c_bands; ++band) t[p][op][band] = at(p, op, band);
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("crc32c: the choice takes the path with the least time per op and size band, from injected timings")
+{
+    using namespace kvblob::support;
+    const double inf = std::numeric_limits<double>::infinity();
+    SUBCASE("the fastest wins in each band and op independently")
+    {
+        // Path 2 is fastest plain everywhere; copying, path 1 below 8 KiB
+        // and path 2 from there (the shape issue 55 measured on one Intel
+        // CPU, where a fixed rule had it everywhere).
+        const auto t = timings_from(3, [](size_t p, size_t op, size_t band) {
+            if (op == crc32c_plain) return p == 2 ? 40.0 : 100.0 + static_cast<double>(p);
+            if (band < 2) return p == 1 ? 92.0 : p == 2 ? 115.0 : 800.0;
+            return p == 2 ? 300.0 : p == 1 ? 310.0 : 3000.0;
+        });
+        const Crc32cChoice c = choose_crc32c_paths(t);
+        CHECK(c.how == "measured");
+        for (size_t band = 0; band < crc32c_bands; ++band) {
+            CAPTURE(band);
+            CHECK(c.path[crc32c_plain][band] == 2);
+            CHECK(c.path[crc32c_fused_copy][band] == (band < 2 ? 1u : 2u));
+        }
+        CHECK(c.timings == t);
+    }
+    SUBCASE("an equal figure goes to the earlier path, and an untimed or NaN path is never chosen")
+    {
+        const auto t = timings_from(3, [&](size_t p, size_t op, size_t band) {
+            if (band == 0) return p == 0 ? inf : 50.0;  // 1 and 2 tie
+            if (band == 1) return p == 1 ? std::nan("") : p == 0 ? 90.0 : 80.0;
+            if (band == 2) return op == crc32c_plain ? (p == 0 ? 10.0 : inf) : (p == 2 ? 10.0 : inf);
+            return 70.0;  // all tie
+        });
+        const Crc32cChoice c = choose_crc32c_paths(t);
+        for (size_t op = 0; op < 2; ++op) {
+            CAPTURE(op);
+            CHECK(c.path[op][0] == 1);
+            CHECK(c.path[op][1] == 2);
+            CHECK(c.path[op][2] == (op == crc32c_plain ? 0u : 2u));
+            CHECK(c.path[op][3] == 0);
+        }
+    }
+    SUBCASE("a band no path was timed in takes the widest path")
+    {
+        const auto t = timings_from(4, [&](size_t, size_t, size_t band) { return band == 3 ? inf : 1.0; });
+        const Crc32cChoice c = choose_crc32c_paths(t);
+        CHECK(c.path[crc32c_plain][3] == 3);
+        CHECK(c.path[crc32c_fused_copy][3] == 3);
+        CHECK(c.path[crc32c_plain][0] == 0);
+    }
+}
+
+TEST_CASE("crc32c: the band of a size is the calibration size nearest it, and each calibration size is in its own band")
+{
+    using namespace kvblob::support;
+    for (size_t band = 0; band < crc32c_bands; ++band) CHECK(crc32c_band(crc32c_calibration_sizes[band]) == band);
+    CHECK(crc32c_band(0) == 0);
+    CHECK(crc32c_band(2047) == 0);
+    CHECK(crc32c_band(2048) == 1);
+    CHECK(crc32c_band(8191) == 1);
+    CHECK(crc32c_band(8192) == 2);
+    CHECK(crc32c_band(32767) == 2);
+    CHECK(crc32c_band(32768) == 3);
+    CHECK(crc32c_band(size_t{1} << 40) == 3);
+}
+
+TEST_CASE("crc32c: KVBLOB_CRC32C_PATH pins a path this CPU runs, and any other value warns and measures")
+{
+    using namespace kvblob::support;
+    const auto &paths = crc32c_paths();
+    int measured = 0;
+    auto measure = [&] {
+        ++measured;
+        Crc32cChoice c;
+        c.how = "measured";
+        for (auto &op : c.path) op.fill(paths.size() - 1);
+        return c;
+    };
+    SUBCASE("unset or empty: measured, no warning")
+    {
+        for (const char *value : {static_cast<const char *>(nullptr), ""}) {
+            const Crc32cChoice c = make_crc32c_choice(paths, value, measure);
+            CHECK(c.warning.empty());
+            CHECK(c.how == (paths.size() > 1 ? "measured" : "one path"));
+        }
+        CHECK(measured == (paths.size() > 1 ? 2 : 0));
+    }
+    SUBCASE("each path's name pins it, for every op and band, without measuring")
+    {
+        for (size_t i = 0; i < paths.size(); ++i) {
+            CAPTURE(paths[i].name);
+            const Crc32cChoice c = make_crc32c_choice(paths, paths[i].name, measure);
+            CHECK(c.how == std::string("pinned by KVBLOB_CRC32C_PATH=") + paths[i].name);
+            CHECK(c.warning.empty());
+            for (const auto &op : c.path)
+                for (size_t index : op) CHECK(index == i);
+        }
+        CHECK(measured == 0);
+    }
+    SUBCASE("a name no path has: a warning that names the value and the paths, then the measured choice")
+    {
+        const Crc32cChoice c = make_crc32c_choice(paths, "avx1024-quantum", measure);
+        CHECK(c.warning.find("KVBLOB_CRC32C_PATH=avx1024-quantum names no CRC32C path") != std::string::npos);
+        CHECK(c.warning.find("portable") != std::string::npos);
+        CHECK(c.how == (paths.size() > 1 ? "measured" : "one path"));
+    }
+}
+
+TEST_CASE("crc32c: this process's choice names paths this CPU runs, and where measured each is the fastest by its own figures")
+{
+    using namespace kvblob::support;
+    const auto &paths = crc32c_paths();
+    const Crc32cChoice &c = crc32c_choice();
+    CAPTURE(c.how);
+    for (const auto &op : c.path)
+        for (size_t index : op) CHECK(index < paths.size());
+    if (c.how != "measured") return;  // pinned by the environment, or one path
+    REQUIRE(c.timings.size() == paths.size());
+    CHECK(c.rounds >= 1);
+    for (size_t op = 0; op < 2; ++op)
+        for (size_t band = 0; band < crc32c_bands; ++band) {
+            CAPTURE(op);
+            CAPTURE(band);
+            const double chosen = c.timings[c.path[op][band]][op][band];
+            for (const auto &path : c.timings) CHECK(chosen <= path[op][band]);
+        }
 }
 
 #if defined(__x86_64__)

@@ -461,28 +461,8 @@ bool detect_folding256()
 
 const bool hardware = detect_hardware();
 const bool folding128 = detect_folding128();
-// Whether the crc32 instruction runs short of three streams' eight bytes a
-// cycle. On AMD's Zen 1 it runs at about 6 GB/s however many chains are in
-// flight, and the 128-bit folding at 9.7-10.1 GB/s at every size
-// (docs/notes/2026-12-04-performance-experiments.md, "CRC32C on CPUs without VPCLMULQDQ"). Intel's
-// cores before Ice Lake run three streams at eight bytes a cycle, and their
-// carry-less multiply at one (Haswell: one every two cycles) folds at most
-// as fast: there the folding is taken only below three stripes, where the
-// three streams would be one chain.
-bool detect_slow_crc32()
-{
-#if defined(__x86_64__)
-    return __builtin_cpu_is("amd");
-#else
-    return false;
-#endif
-}
-const bool slow_crc32 = detect_slow_crc32();
 const bool folding = detect_folding();
 const bool folding256 = detect_folding256();
-// Rows this size and larger are copied with the 512-bit folding where the
-// CPU has both (crc32c_copy).
-constexpr size_t copy_fold512_from = 64 * 1024;
 
 uint32_t plain_portable(uint32_t crc, const void *data, size_t n)
 {
@@ -551,33 +531,37 @@ const std::vector<Crc32cPath> &crc32c_paths()
     return paths;
 }
 
-uint32_t crc32c(uint32_t crc, const void *data, size_t n)
+namespace {
+
+// The chosen path per band as function pointers: a checksum's whole cost of
+// the choice is the band's compare and an indirect call.
+struct Dispatch {
+    std::array<uint32_t (*)(uint32_t, const void *, size_t), crc32c_bands> plain{};
+    std::array<uint32_t (*)(uint32_t, void *, const void *, size_t), crc32c_bands> copy{};
+};
+
+const Dispatch &dispatch()
 {
-#if defined(__x86_64__)
-    if (folding) return plain_folded(crc, data, n);
-    if (folding256) return plain_folded256(crc, data, n);
-    if (folding128 && (slow_crc32 || n < 3 * stripe)) return plain_folded128(crc, data, n);
-    if (hardware) return plain_striped(crc, data, n);
-#endif
-    return plain_portable(crc, data, n);
+    static const Dispatch d = [] {
+        const auto &paths = crc32c_paths();
+        const Crc32cChoice &choice = crc32c_choice();
+        Dispatch out;
+        for (size_t band = 0; band < crc32c_bands; ++band) {
+            out.plain[band] = paths.at(choice.path[crc32c_plain][band]).plain;
+            out.copy[band] = paths.at(choice.path[crc32c_fused_copy][band]).copy;
+        }
+        return out;
+    }();
+    return d;
 }
+
+}  // namespace
+
+uint32_t crc32c(uint32_t crc, const void *data, size_t n) { return dispatch().plain[crc32c_band(n)](crc, data, n); }
 
 uint32_t crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n)
 {
-#if defined(__x86_64__)
-    // Copying, the 256-bit folding is the faster below 64 KiB even where
-    // AVX-512 is there: 92 against 115 ns for a 4 KiB row in cache, 361
-    // against 405 at 16 KiB; from 64 KiB on the two are within 3%
-    // (docs/notes/2026-12-04-performance-experiments.md, "4 KiB rows: operations used again").
-    // Checksumming alone, the 512-bit one is faster at every size (45
-    // against 76 ns at 4 KiB), so crc32c keeps it.
-    if (folding256 && n < copy_fold512_from) return copy_folded256(crc, dst, src, n);
-    if (folding) return copy_folded(crc, dst, src, n);
-    if (folding256) return copy_folded256(crc, dst, src, n);
-    if (folding128 && (slow_crc32 || n < 3 * stripe)) return copy_folded128(crc, dst, src, n);
-    if (hardware) return copy_striped(crc, dst, src, n);
-#endif
-    return copy_portable(crc, dst, src, n);
+    return dispatch().copy[crc32c_band(n)](crc, dst, src, n);
 }
 
 }  // namespace kvblob::support
