@@ -29,9 +29,10 @@ constexpr double budget_seconds = 0.002;
 // clock's own cost (about 20 ns) is not in a small size's figure.
 size_t calls_at(size_t size) { return std::max<size_t>(1, 16384 / size); }
 
-// The source and the destination of the calls: larger than a core's first
-// level cache, smaller than its second on the CPUs with these paths.
-constexpr size_t ring_bytes = 256 * 1024;
+// The source and the destination of the calls, each a batch of 32 rows of
+// 4 KiB: together larger than a core's first level cache and within its
+// second on the CPUs with these paths (512 KiB and more).
+constexpr size_t ring_bytes = 128 * 1024;
 static_assert(ring_bytes % crc32c_calibration_sizes.back() == 0);
 
 // Bytes that do not compress to a pattern any path could favour, eight at
