@@ -163,8 +163,8 @@ TEST_CASE("crc32c: the choice takes the path with the least time per op and size
     SUBCASE("the fastest wins in each band and op independently")
     {
         // Path 2 is fastest plain everywhere; copying, path 1 below 8 KiB
-        // and path 2 from there (the shape issue 55 measured on one Intel
-        // CPU, where a fixed rule had it everywhere).
+        // and path 2 from there (the shape one Intel CPU's figures once
+        // showed, which a fixed rule then applied to every CPU).
         const auto t = timings_from(3, [](size_t p, size_t op, size_t band) {
             if (op == crc32c_plain) return p == 2 ? 40.0 : 100.0 + static_cast<double>(p);
             if (band < 2) return p == 1 ? 92.0 : p == 2 ? 115.0 : 800.0;

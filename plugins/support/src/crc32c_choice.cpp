@@ -2,8 +2,8 @@
 // (kvblob/support/crc32c.hpp). The rules this replaces were each measured
 // on one machine and wrong on another: "the 256-bit folding below 64 KiB
 // when copying" cost an AMD EPYC with AVX-512 about 70 ns per 4 KiB row
-// (76 ns against 144), and "every AMD CPU runs crc32 like Zen 1" held for
-// Zen 1 alone (issue 55).
+// (76 ns against 144), and "every AMD CPU runs crc32 like Zen 1" was
+// measured on Zen 1 alone.
 #include "kvblob/support/crc32c.hpp"
 
 #include <algorithm>
