@@ -8,8 +8,16 @@ including room to the included room must be one docs/architecture.md allows.
 An include that resolves to no file of the project (a system or third-party
 header) is not an arrow.
 
+Two more rules hold: the rooms of the host include each other without a
+cycle (what two rooms both need sits in a room below both), and a source of
+host/src/ starts with the header it implements, found in one predictable
+place: host/include/kvblob/host/ (the API), host/internal/kvblob/host/
+(shared with the tools), or beside the source in its own room.
+
     include_arrows.py SOURCE_DIR    check the tree; exit 1 naming each
-                                    forbidden arrow (file:line, rooms, rule)
+                                    forbidden arrow (file:line, rooms, rule),
+                                    each cycle between host rooms, and each
+                                    source whose header is elsewhere
     include_arrows.py --self-test   plant forbidden arrows in a scratch tree
                                     and check that each is reported
 """
@@ -28,7 +36,9 @@ ROOMS = [
     ("host/src/guarding/", "host-guarding"),
     ("host/src/engine_helpers/", "host-engine-helpers"),
     ("host/src/metrics/", "host-metrics"),
-    ("host/src/shared/", "host-shared"),
+    ("host/src/loaded_object/", "host-loaded-object"),
+    ("host/src/sha256/", "host-sha256"),
+    ("host/src/text/", "host-text"),
     ("host/python/", "python"),
     ("plugins/support/", "support"),
     ("plugins/tiered/", "tiered"),
@@ -52,18 +62,21 @@ INCLUDE_DIRS = [
     "plugins/mooncake",
 ]
 
-HOST_INSIDE = ["host-loading", "host-guarding", "host-engine-helpers", "host-metrics", "host-shared"]
+HOST_INSIDE = ["host-loading", "host-guarding", "host-engine-helpers", "host-metrics", "host-loaded-object",
+               "host-sha256", "host-text"]
 
 # What each room may include besides itself (docs/architecture.md, "Arrows").
 ALLOWED = {
     "abi": [],
     "host-api": ["abi"],
     "host-internal": ["abi"],
-    "host-shared": ["abi", "host-api", "host-internal"],
+    "host-text": ["abi", "host-api", "host-internal"],
+    "host-sha256": ["abi", "host-api", "host-internal"],
+    "host-loaded-object": [],
     "host-engine-helpers": ["abi", "host-api", "host-internal"],
-    "host-guarding": ["abi", "host-api", "host-internal", "host-metrics"],
+    "host-guarding": ["abi", "host-api", "host-internal", "host-metrics", "host-loaded-object"],
     "host-metrics": ["abi", "host-api", "host-internal"],
-    "host-loading": ["abi", "host-api", "host-internal", "host-guarding"],
+    "host-loading": ["abi", "host-api", "host-internal", "host-guarding", "host-loaded-object"],
     "python": ["abi", "host-api"],
     "support": ["abi"],
     "drivers": ["abi", "support"],
@@ -79,9 +92,6 @@ ALLOWED = {
 
 # Single files a room may include outside its arrows, and why.
 EXCEPTIONS = {
-    # A driver keeps the object its code lives in loaded, and pins it when
-    # it cannot be closed.
-    ("host-guarding", "host/src/loading/library.hpp"),
     # kvblob-bench's Mooncake baseline speaks to Mooncake's C API through
     # the loader the driver uses, so both measure the same library.
     ("bench", "plugins/mooncake/store_api.hpp"),
@@ -97,7 +107,8 @@ FORBIDDEN_FROM_HEADERS = {
     "host-loading": ["host/include/kvblob/host/driver.hpp", "host/include/kvblob/host/plugin.hpp"],
     "host-guarding": ["host/include/kvblob/host/driver.hpp", "host/include/kvblob/host/plugin.hpp"],
     "host-engine-helpers": ["host/include/kvblob/host/driver.hpp", "host/include/kvblob/host/plugin.hpp"],
-    "host-shared": ["host/include/kvblob/host/driver.hpp", "host/include/kvblob/host/plugin.hpp"],
+    "host-text": ["host/include/kvblob/host/driver.hpp", "host/include/kvblob/host/plugin.hpp"],
+    "host-sha256": ["host/include/kvblob/host/driver.hpp", "host/include/kvblob/host/plugin.hpp"],
 }
 
 SOURCE_EXT = (".c", ".h", ".cpp", ".hpp", ".cc")
@@ -131,6 +142,7 @@ def check(root):
         for folder, _, files in os.walk(os.path.join(root, top)):
             for f in sorted(files):
                 if not f.endswith(SOURCE_EXT):
+    arrows = {}  # (from room, to room) between host rooms -> first include making it
                     continue
                 rel = os.path.relpath(os.path.join(folder, f), root)
                 room = room_of(rel)
@@ -150,6 +162,8 @@ def check(root):
                             problems.append(f"{where}: an internal header of the host includes the API it "
                                             "implements; name the types from kvblob/host/types.hpp")
                         elif to is None or to == room or to in ALLOWED[room] or (room, target) in EXCEPTIONS:
+                        if room in HOST_INSIDE and to in HOST_INSIDE and to != room:
+                            arrows.setdefault((room, to), where)
                             continue
                         else:
                             problems.append(f"{where}: {room} may include only "
@@ -158,17 +172,78 @@ def check(root):
 
 
 def self_test():
+    # The table itself allows no cycle between host rooms, so none can be built.
+    allowed = {(a, b): f"tests/architecture/include_arrows.py: ALLOWED lets {a} include {b}"
+               for a in HOST_INSIDE for b in ALLOWED[a] if b in HOST_INSIDE}
+    return problems + cycles(arrows) + cycles(allowed) + header_places(root)
+
+
+def cycles(arrows):
+    """Each cycle among the host rooms' include arrows, named by an include of each of its arrows."""
+    found, seen = [], set()
+    graph = {}
+    for a, b in arrows:
+        graph.setdefault(a, []).append(b)
+
+    def walk(path):
+        for nxt in sorted(graph.get(path[-1], [])):
+            if nxt == path[0]:
+                cycle = path + [nxt]
+                key = frozenset(zip(cycle, cycle[1:]))
+                if key not in seen:
+                    seen.add(key)
+                    steps = "; ".join(arrows[(a, b)] for a, b in zip(cycle, cycle[1:]))
+                    first = arrows[(cycle[0], cycle[1])].split(": ")[0]  # file:line of its first arrow
+                    found.append(f"{first}: a cycle between host rooms, {' -> '.join(cycle)} ({steps}): "
+                                 "what both need belongs in a room below both")
+            elif nxt not in path and nxt > path[0]:
+                walk(path + [nxt])
+
+    for start in sorted(graph):
+        walk([start])
+    return found
+
+
+HEADER_PLACES = ("host/include/kvblob/host/", "host/internal/kvblob/host/")
+
+
+def header_places(root):
+    """A source of host/src/ whose first project include is not its header, in one of the three places."""
+    problems = []
+    src = os.path.join(root, "host", "src")
+    for folder, _, files in os.walk(src):
+        for f in sorted(files):
+            if not f.endswith(".cpp"):
+                continue
+            rel = os.path.relpath(os.path.join(folder, f), root)
+            with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as text:
+                for n, line in enumerate(text, 1):
+                    m = INCLUDE.match(line)
+                    if not m:
+                        continue
+                    target = resolve(root, rel, m.group(2), m.group(1) == '"')
+                    if target is None:
+                        continue  # a system header: the first project include decides
+                    if not (target.startswith(HEADER_PLACES) or os.path.dirname(target) == os.path.dirname(rel)):
+                        problems.append(f"{rel}:{n}: its first include, {target}, is not a header beside it, in "
+                                        "host/include/kvblob/host/ or in host/internal/kvblob/host/: a source "
+                                        "starts with the header it implements")
+                    break
     plants = {
         # Each a forbidden arrow, and the room it comes from.
         "plugins/memory/bad.cpp": '#include "kvblob/host/plugin.hpp"\n',
         "plugins/support/src/bad.cpp": '#include "kvblob/cli/quantities.hpp"\n',
         "conformance-runner/src/bad.cpp": '#include "kvblob/support/device_copy.hpp"\n',
         "host/src/guarding/bad.hpp": '#include "kvblob/host/driver.hpp"\n',
-        "host/src/shared/bad.cpp": '#include "loading/plugin_file.hpp"\n',
+        "host/src/text/bad.cpp": '#include "kvblob/host/printable.hpp"\n#include "loading/plugin_file.hpp"\n',
+        # A cycle between host rooms: each arrow alone allowed, the two together not.
+        "host/src/guarding/cycle.hpp": '#include "loading/plugin_file.hpp"\n',
+        # A source that starts with another room's header.
+        "host/src/metrics/misplaced.cpp": '#include "guarding/driver_core.hpp"\n',
         "host/include/kvblob/host/bad.hpp": '#include "kvblob/host/json.hpp"\n',
     }
     allowed = {
-        "host/src/loading/good.cpp": '#include "guarding/driver_core.hpp"\n#include <vector>\n',
+        "host/src/loading/good.cpp": '#include "plugin_file.hpp"\n#include "guarding/driver_core.hpp"\n#include <vector>\n',
         "conformance-runner/src/good.cpp": '#include "kvblob/cli/quantities.hpp"\n#include "kvblob/host/plugin.hpp"\n',
         "host/src/guarding/good.cpp": '#include "kvblob/host/driver.hpp"\n',
         "plugins/tiered/good.cpp": '#include "kvblob/host/plugin.hpp"\n',
@@ -176,7 +251,7 @@ def self_test():
     targets = ["host/include/kvblob/host/plugin.hpp", "host/include/kvblob/host/driver.hpp",
                "host/internal/kvblob/host/json.hpp", "tools/common/include/kvblob/cli/quantities.hpp",
                "plugins/support/include/kvblob/support/device_copy.hpp", "host/src/loading/plugin_file.hpp",
-               "host/src/guarding/driver_core.hpp"]
+               "host/src/guarding/driver_core.hpp", "host/include/kvblob/host/printable.hpp"]
     with tempfile.TemporaryDirectory() as root:
         for rel, text in list(plants.items()) + list(allowed.items()) + [(t, "") for t in targets]:
             os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)

@@ -5,6 +5,7 @@
 // driver to unregister it. The spy stages each answer (admit=, throw=).
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,5 +63,37 @@ TEST_CASE("a put or get that threw or failed otherwise keeps its region for good
         const std::string log = s.logged();
         CHECK_MESSAGE(log.find(c.logged) != std::string::npos, log);
         CHECK_MESSAGE(log.find("life of the process (R-REG-2)") != std::string::npos, log);
+    }
+}
+
+// The rule of a refusal comes from the answer's structure (host/src/guarding/
+// refusal.hpp): CLOSED is R-ADM-2 whatever the text says; REJECTED names the
+// rule the driver put in the leading "[R-ADM-n]" field, and is the driver's
+// own ("driver") without one; a rule cited anywhere else in the text is
+// words, not a field; an answer that is not a refusal breaks R-ADM-1.
+TEST_CASE("a driver's refusal is counted under the rule its status and leading field name")
+{
+    struct Case {
+        std::string admit, text, rule, counted;
+    };
+    const Case cases[] = {
+        {"closed", "draining", "R-ADM-2", "R-ADM-2"},
+        {"closed", "[R-ADM-4] not what CLOSED means", "R-ADM-2", "R-ADM-2"},
+        {"rejected", "[R-ADM-4] a key of 300 bytes", "R-ADM-4", "R-ADM-4"},
+        {"rejected", "too many operations in flight (limit 1)", "R-ADM-1", "driver"},
+        {"rejected", "refused, as R-ADM-6 would have it", "R-ADM-1", "driver"},
+        {"rejected", "[R-ADM-2] a field CLOSED gives, not REJECTED", "R-ADM-1", "driver"},
+        {"internal", "[R-ADM-4] but not a refusal", "R-ADM-1", "driver"},
+    };
+    for (const auto &c : cases) {
+        CAPTURE(c.admit);
+        CAPTURE(c.text);
+        auto &memory = kept_for_good<std::vector<uint8_t>>(4096, 7);  // pinned for good after "internal"
+        Staged s({{"admit", c.admit}, {"refusal_text", c.text}});
+        auto r = s.region(memory);
+        const auto e = s.failed(OpKind::put, r);
+        CHECK(e.rule() == c.rule);
+        CHECK_MESSAGE(std::string(e.what()).find(c.text) != std::string::npos, e.what());
+        CHECK(s.driver.metrics().of(OpKind::put).refused == std::map<std::string, uint64_t>{{c.counted, 1}});
     }
 }

@@ -27,14 +27,14 @@
 #include "admission.hpp"
 #include "kvblob/host/types.hpp"
 #include "kvblob/host/metrics.hpp"
-#include "loading/library.hpp"
+#include "loaded_object/loaded_object.hpp"
 #include "metrics/driver_metrics.hpp"
 
 namespace kvblob {
 
 class DriverCore {
 public:
-    DriverCore(std::shared_ptr<Library> library, const kvblob_plugin_t *table, std::string name, LogSink sink,
+    DriverCore(std::shared_ptr<LoadedObject> library, const kvblob_plugin_t *table, std::string name, LogSink sink,
                uint32_t abi_version = KVBLOB_ABI_VERSION, NotifySink observer = {}, bool lend_notify = true,
                std::string metrics_label = {}, bool count_metrics = true);
     DriverCore(const DriverCore &) = delete;
@@ -93,7 +93,9 @@ public:
     Notifier &notifier() { return services_->notifier; }
     WaitHistory &waits() { return services_->waits; }
 
-    std::shared_ptr<Library> library;
+    // The object the driver's code lives in: kept loaded as long as this
+    // core, pinned where the driver may still run after it.
+    std::shared_ptr<LoadedObject> library;
     const kvblob_plugin_t *table;
     std::string name;
     // The version negotiated with the plugin: what the driver may use.
@@ -122,7 +124,7 @@ public:
     }
 
     // The driver's drain, bounded: E_TIMEOUT when the slot itself does not
-    // return in time (see driver.cpp); its log line waits for flush_thrown.
+    // return in time (see driver_core.cpp); its log line waits for flush_thrown.
     kvblob_status bounded_drain(std::chrono::nanoseconds timeout);
     static constexpr std::chrono::seconds drain_grace{2};
     // Sends the log lines of thrown exceptions and blocked slots.
@@ -194,6 +196,14 @@ private:
     // (OpRecord::unlocked_calls), and sends what it left for the log.
     void end_unlocked_call(kvblob_op_t *op);
     kvblob_status release_locked(kvblob_op_t *op);
+    // A submit's stages (driver_core_calls.cpp): the declared slot
+    // (R-CAP-1), the host's admission, and what a driver that did not
+    // admit leaves (caller holds mu_); each of the three throws CallError.
+    using SubmitSlot = decltype(&kvblob_plugin_t::put);
+    SubmitSlot declared_slot(OpKind kind);
+    AdmissionVerdict admitted(OpKind kind, const kvblob_batch_t &batch);
+    [[noreturn]] void throw_not_admitted(OpKind kind, kvblob_status st, const char *err,
+                                         const std::vector<kvblob_region_t *> &regions);
     // Caller holds mu_. The host's record of op; throws CallError (R-OPS-1)
     // for a handle the host does not hold, so no dead handle reaches the
     // driver.

@@ -12,7 +12,7 @@ namespace kvblob {
 
 Library::~Library()
 {
-    if (!handle_ || pinned_.load()) return;  // a pinned object keeps its descriptor name too
+    if (!handle_ || pinned()) return;  // a pinned object keeps its descriptor name too
     dlclose(handle_);
     if (fd_ < 0) return;
     // dlclose may leave the object loaded (a C++ object with unique symbols

@@ -1,28 +1,27 @@
-// RAII for a dlopen handle. Internal to the host library.
+// RAII for a dlopen handle: the LoadedObject (loaded_object/loaded_object.hpp)
+// a driver's code lives in. Internal to the host library.
 #pragma once
 
 #include <dlfcn.h>
 
-#include <atomic>
 #include <cstddef>
 #include <string>
 
+#include "loaded_object/loaded_object.hpp"
+
 namespace kvblob {
 
-class Library {
+class Library : public LoadedObject {
 public:
     // handle came from dlopen("/proc/self/fd/<fd>"): the library keeps fd,
     // the descriptor that was checked, open while the object may be loaded
     // under that name (see loaded_under in plugin_file.hpp). fd is -1 for
     // a library the dynamic linker found by its own search.
     Library(void *handle, int fd) : handle_(handle), fd_(fd) {}
-    Library(const Library &) = delete;
-    Library &operator=(const Library &) = delete;
     // Unloads, unless pinned: code of a driver that could not be closed may
     // still run (a worker thread, a late completion), so it stays mapped.
     ~Library();
     void *symbol(const char *name) const { return dlsym(handle_, name); }
-    void pin() noexcept { pinned_.store(true); }
 
     // Empty when [p, p + bytes) lies inside one readable loaded segment of
     // this object's own image; otherwise where p lies instead, in words.
@@ -32,7 +31,6 @@ public:
 private:
     void *handle_;
     int fd_;
-    std::atomic<bool> pinned_{false};
 };
 
 }  // namespace kvblob

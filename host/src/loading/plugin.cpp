@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "guarding/driver_core.hpp"
 #include "driver_names.hpp"
@@ -221,16 +223,16 @@ std::vector<LoadProblem> check_caps(const kvblob_plugin_t &t, uint32_t abi, cons
 // Looks up kvblob.scenarios/1. The pointer comes from the plugin: before the
 // host reads through it, it must lie inside the plugin's own loaded image,
 // struct_size and all (R-LOAD-12); a wild pointer would crash the engine.
-std::string adopt_scenarios(DriverCore &core)
+std::string adopt_scenarios(DriverCore &core, const Library &library)
 {
     if (!core.table->get_extension) return {};
     const void *ext = core.call(&kvblob_plugin_t::get_extension, "get_extension", static_cast<const void *>(nullptr),
                                 core.handle, static_cast<const char *>(KVBLOB_EXT_SCENARIOS));
     if (!ext) return {};
     const std::string what = std::string("get_extension(\"") + KVBLOB_EXT_SCENARIOS + "\") returned ";
-    if (auto why = core.library->outside_image(ext, sizeof(uint32_t)); !why.empty()) return what + why;
+    if (auto why = library.outside_image(ext, sizeof(uint32_t)); !why.empty()) return what + why;
     const uint32_t size = *static_cast<const uint32_t *>(ext);
-    if (auto why = core.library->outside_image(ext, size); !why.empty())
+    if (auto why = library.outside_image(ext, size); !why.empty())
         return what + "a struct_size of " + std::to_string(size) + " bytes: " + why;
     if (size < sizeof(uint32_t) * 2) return {};
     // Its slots, as far as its size reaches, are called: code, or NULL.
@@ -262,79 +264,121 @@ Options parse_option_assignments(const std::vector<std::string> &words)
     return options;
 }
 
-Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
+namespace {
+
+// Stage open, when no file answers spec: where the loader looked, and what
+// the caller may have meant.
+[[noreturn]] void refuse_not_found(const std::string &spec, const LoadOptions &options, bool bare_file)
+{
+    std::string where;
+    auto dirs = plugin_search_dirs(options.search_dirs);
+    if (bare_file)
+        for (auto &d : library_search_dirs()) dirs.push_back(std::move(d));
+    for (const auto &d : dirs) where += (where.empty() ? "" : ", ") + d.string();
+    const std::string name = bare_file ? spec : plugin_file_name(spec);
+    refuse(name, LoadStage::open,
+           {{"R-LOAD-1", (bare_file ? "no library named '" : "no driver named '") + spec + "': " + name +
+                             " is not in any of [" + where + "] (set " + driver_path_env + " or give a path)" +
+                             (bare_file ? std::string() : unknown_driver_advice(spec, plugin_search_dirs(options.search_dirs)))}});
+}
+
+// Stage open, a file found: judged (plugin_file.hpp), then loaded through
+// the descriptor that was judged, so what is loaded is what was judged.
+// The handle, and the descriptor the library keeps; the handle is null
+// where the dynamic linker cannot load it.
+std::pair<void *, int> load_judged(const std::string &file, const LoadOptions &options)
+{
+    PluginFile checked;
+    try {
+        checked = open_plugin_file(file, options);
+    } catch (const LoadError &e) {
+        for (const auto &p : e.problems()) trace(LoadStage::open, file, "refused [" + p.rule + "] " + p.reason);
+        throw;
+    }
+    const std::string name = checked.load_name();
+    trace(LoadStage::open, file, "dlopen(" + name + ", RTLD_NOW | RTLD_LOCAL): the descriptor that was checked");
+    dlerror();
+    void *handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) return {nullptr, -1};
+    if (const std::string other = other_object(handle, checked.fd.get()); !other.empty()) {
+        dlclose(handle);
+        refuse(file, LoadStage::open,
+               {{"R-LOAD-1", "the dynamic linker answered " + name + " with another object already loaded, " + other +
+                                 ", not this file"}});
+    }
+    return {handle, checked.fd.release()};
+}
+
+// What stage open gives the next stages.
+struct Opened {
+    std::shared_ptr<Library> library;
+    std::string file;                          // what the loader's refusals name
+    std::optional<std::filesystem::path> found;  // empty: left to the dynamic linker's search
+};
+
+// Stage open: resolve spec to one file, judge it, load what was judged.
+Opened open_stage(const std::string &spec, const LoadOptions &options)
 {
     // A NUL would cut the name short where it reaches the system as C text:
     // "real.so\0x" would load real.so.
     if (spec.find('\0') != std::string::npos)
         refuse(printable(spec), LoadStage::open,
                {{"R-LOAD-1", "the name or path holds a NUL character, which would cut it short: refused"}});
-    // Stage open: resolve spec to one file, judge it, load what was judged.
-    auto found = find_plugin(spec, options.search_dirs);
+    Opened opened;
+    opened.found = find_plugin(spec, options.search_dirs);
     const bool bare_file = spec.find('/') == std::string::npos && names_a_file(spec);
     // With neither the trust rule nor a pin to apply, a bare library name the
     // loader cannot find is left to the dynamic linker's search (its cache).
     const bool unchecked = options.allow_untrusted_file && options.expected_sha256.empty();
-    if (!found && !(bare_file && unchecked)) {
-        std::string where;
-        auto dirs = plugin_search_dirs(options.search_dirs);
-        if (bare_file)
-            for (auto &d : library_search_dirs()) dirs.push_back(std::move(d));
-        for (const auto &d : dirs) where += (where.empty() ? "" : ", ") + d.string();
-        const std::string name = bare_file ? spec : plugin_file_name(spec);
-        refuse(name, LoadStage::open,
-               {{"R-LOAD-1", (bare_file ? "no library named '" : "no driver named '") + spec + "': " + name +
-                                 " is not in any of [" + where + "] (set " + driver_path_env + " or give a path)" +
-                                 (bare_file ? std::string() : unknown_driver_advice(spec, plugin_search_dirs(options.search_dirs)))}});
-    }
-    const std::string file = found ? found->string() : spec;
-    void *handle = nullptr;
-    int fd = -1;
-    if (found) {
-        PluginFile checked;
-        try {
-            checked = open_plugin_file(file, options);
-        } catch (const LoadError &e) {
-            for (const auto &p : e.problems()) trace(LoadStage::open, file, "refused [" + p.rule + "] " + p.reason);
-            throw;
-        }
-        const std::string name = checked.load_name();
-        trace(LoadStage::open, file, "dlopen(" + name + ", RTLD_NOW | RTLD_LOCAL): the descriptor that was checked");
-        dlerror();
-        handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (handle) {
-            if (const std::string other = other_object(handle, checked.fd.get()); !other.empty()) {
-                dlclose(handle);
-                refuse(file, LoadStage::open,
-                       {{"R-LOAD-1", "the dynamic linker answered " + name + " with another object already loaded, " +
-                                         other + ", not this file"}});
-            }
-            fd = checked.fd.release();
-        }
+    if (!opened.found && !(bare_file && unchecked)) refuse_not_found(spec, options, bare_file);
+    opened.file = opened.found ? opened.found->string() : spec;
+    std::pair<void *, int> loaded{nullptr, -1};
+    if (opened.found) {
+        loaded = load_judged(opened.file, options);
     } else {
-        trace(LoadStage::open, file, "dlopen(RTLD_NOW | RTLD_LOCAL) through the dynamic linker's search");
+        trace(LoadStage::open, opened.file, "dlopen(RTLD_NOW | RTLD_LOCAL) through the dynamic linker's search");
         dlerror();
-        handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+        loaded.first = dlopen(opened.file.c_str(), RTLD_NOW | RTLD_LOCAL);
     }
-    if (!handle) {
+    if (!loaded.first) {
         const char *why = dlerror();
-        refuse(file, LoadStage::open, {{"R-LOAD-1", "the dynamic linker cannot load it"}}, why ? why : "");
+        refuse(opened.file, LoadStage::open, {{"R-LOAD-1", "the dynamic linker cannot load it"}}, why ? why : "");
     }
-    auto library = std::make_shared<Library>(handle, fd);
+    opened.library = std::make_shared<Library>(loaded.first, loaded.second);
+    return opened;
+}
 
-    // Stage entry.
+// Stage entry: the one symbol a plugin exports.
+kvblob_negotiate_fn entry_stage(const Library &library, const std::string &file)
+{
     trace(LoadStage::entry, file, std::string("dlsym(") + KVBLOB_ENTRY_SYMBOL + ")");
     dlerror();
-    auto entry = reinterpret_cast<kvblob_negotiate_fn>(library->symbol(KVBLOB_ENTRY_SYMBOL));
+    auto entry = reinterpret_cast<kvblob_negotiate_fn>(library.symbol(KVBLOB_ENTRY_SYMBOL));
     if (!entry) {
         const char *why = dlerror();
         refuse(file, LoadStage::entry,
-               {{"R-LOAD-2", std::string("it does not export ") + KVBLOB_ENTRY_SYMBOL +
-                                 ": not a kvblob driver plugin"}},
+               {{"R-LOAD-2", std::string("it does not export ") + KVBLOB_ENTRY_SYMBOL + ": not a kvblob driver plugin"}},
                why ? why : "");
     }
+    return entry;
+}
 
-    // Stage negotiate: offer our range, then re-check the answer.
+// Stage negotiate, an answer that is not OK: which side is too old.
+std::string negotiation_refused(kvblob_status st, const kvblob_negotiation_t &n, const std::string &offered)
+{
+    std::string reason = std::string("the entry answered ") + kvblob_status_name(st);
+    if (n.chosen_abi_version > n.host_max_abi_version)
+        return reason + ": the plugin speaks ABI " + abi_version_text(n.chosen_abi_version) +
+               ", newer than this host's " + offered + " (update the host)";
+    if (n.chosen_abi_version != 0 && n.chosen_abi_version < n.host_min_abi_version)
+        return reason + ": the plugin speaks ABI " + abi_version_text(n.chosen_abi_version) + ", older than this host's " +
+               offered + " (rebuild the plugin)";
+    return reason + " to the offered ABI " + offered;
+}
+
+// Stage negotiate: offer our range, then re-check the answer.
+kvblob_negotiation_t negotiate_stage(kvblob_negotiate_fn entry, const std::string &file, const LoadOptions &options)
+{
     kvblob_negotiation_t n{};
     n.struct_size = sizeof n;
     n.host_min_abi_version = KVBLOB_ABI_VERSION_OLDEST;
@@ -352,16 +396,7 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     const bool in_range = n.chosen_abi_version >= n.host_min_abi_version &&
                           n.chosen_abi_version <= n.host_max_abi_version;
     if (st != KVBLOB_OK) {
-        std::string reason = std::string("the entry answered ") + kvblob_status_name(st);
-        if (n.chosen_abi_version > n.host_max_abi_version)
-            reason += ": the plugin speaks ABI " + abi_version_text(n.chosen_abi_version) +
-                      ", newer than this host's " + offered + " (update the host)";
-        else if (n.chosen_abi_version != 0 && n.chosen_abi_version < n.host_min_abi_version)
-            reason += ": the plugin speaks ABI " + abi_version_text(n.chosen_abi_version) +
-                      ", older than this host's " + offered + " (rebuild the plugin)";
-        else
-            reason += " to the offered ABI " + offered;
-        problems.push_back({"R-LOAD-3", reason});
+        problems.push_back({"R-LOAD-3", negotiation_refused(st, n, offered)});
     } else {
         if (!in_range)
             problems.push_back({"R-LOAD-3", "the plugin chose ABI " + abi_version_text(n.chosen_abi_version) +
@@ -372,9 +407,12 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     }
     if (!problems.empty()) refuse(file, LoadStage::negotiate, problems);
     trace(LoadStage::negotiate, file, "agreed on ABI " + abi_version_text(n.chosen_abi_version));
+    return n;
+}
 
-    // Stage validate: read no further than the table's own size says.
-    const kvblob_plugin_t &t = *n.plugin;
+// Stage validate: read no further than the table's own size says.
+void validate_stage(const kvblob_plugin_t &t, uint32_t chosen_abi_version, const std::string &file)
+{
     if (t.struct_size < KVBLOB_PLUGIN_SIZE_1_0)
         refuse(file, LoadStage::validate,
                {{"R-LOAD-4", "plugin table struct_size " + std::to_string(t.struct_size) +
@@ -382,22 +420,36 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
     if (auto why = unreadable(&t, std::min<size_t>(t.struct_size, sizeof t)); !why.empty())
         refuse(file, LoadStage::validate,
                {{"R-LOAD-4", "plugin table of struct_size " + std::to_string(t.struct_size) + " is not readable: " + why}});
-    if (t.abi_version != n.chosen_abi_version)
+    std::vector<LoadProblem> problems;
+    if (t.abi_version != chosen_abi_version)
         problems.push_back({"R-LOAD-4", "the table says ABI " + abi_version_text(t.abi_version) +
-                                            " but negotiation chose " + abi_version_text(n.chosen_abi_version)});
+                                            " but negotiation chose " + abi_version_text(chosen_abi_version)});
     if (t.reserved != 0) problems.push_back({"R-LOAD-4", "the table's reserved member is not zero"});
     if (t.contract_version == 0) problems.push_back({"R-LOAD-4", "contract_version is 0"});
     check_slots(t, problems);
     check_identity(t, problems);
-    check_options(t, n.chosen_abi_version, problems);
+    check_options(t, chosen_abi_version, problems);
     if (!problems.empty()) refuse(file, LoadStage::validate, problems);
     trace(LoadStage::validate, file, std::string("ok: driver '") + t.name + "' " + t.version);
+}
+
+}  // namespace
+
+// The stages in turn (LoadStage): open, entry, negotiate, validate; stage
+// init runs at Plugin::open.
+Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
+{
+    Opened opened = open_stage(spec, options);
+    const kvblob_negotiate_fn entry = entry_stage(*opened.library, opened.file);
+    const kvblob_negotiation_t n = negotiate_stage(entry, opened.file, options);
+    const kvblob_plugin_t &t = *n.plugin;
+    validate_stage(t, n.chosen_abi_version, opened.file);
     // Found by its short name: the name asked for must be the one answering.
-    if (!names_a_file(spec)) warn_if_misnamed(*found, t.name);
+    if (!names_a_file(spec)) warn_if_misnamed(*opened.found, t.name);
 
     Plugin plugin;
-    plugin.library_ = std::move(library);
-    plugin.path_ = file;
+    plugin.library_ = std::move(opened.library);
+    plugin.path_ = opened.file;
     plugin.table_ = &t;
     plugin.abi_version_ = n.chosen_abi_version;
     plugin.lend_notify_ = options.lend_notify;
@@ -488,7 +540,7 @@ Driver Plugin::open(const Options &options, LogSink log, NotifySink observe, con
     if (abi_version_ < KVBLOB_ABI_1_1) caps.access_end_bound_ns = 0;  // not a 1.0 member
     core->adopt(handle, caps);
     auto problems = check_caps(*table_, abi_version_, caps, *core->services());
-    if (auto why = adopt_scenarios(*core); !why.empty()) problems.push_back({"R-LOAD-12", why});
+    if (auto why = adopt_scenarios(*core, *library_); !why.empty()) problems.push_back({"R-LOAD-12", why});
     if (!problems.empty()) {
         core->shutdown(std::chrono::seconds(1));
         refuse(file, LoadStage::init, problems);

@@ -3,7 +3,7 @@
 #include <atomic>
 
 #include "kvblob/host/sha256_oneshot.hpp"
-#include "shared/sha256_ni.hpp"
+#include "sha256_ni.hpp"
 
 #ifdef KVBLOB_SHA_NI
 #include <cpuid.h>

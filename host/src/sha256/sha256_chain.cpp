@@ -5,7 +5,7 @@
 
 #include "kvblob/host/token_bytes.hpp"
 #include "kvblob/host/sha256_compress.hpp"
-#include "shared/sha256_ni.hpp"
+#include "sha256_ni.hpp"
 
 namespace kvblob {
 
