@@ -8,8 +8,8 @@
 #   python3-kvblob   the Python package
 # Each install() names its component (or inherits one from
 # CMAKE_INSTALL_DEFAULT_COMPONENT_NAME where its folder is added); shared
-# library dependencies are found by dpkg-shlibdeps (the host's libssl3, for
-# OpenSSL's SHA-256; XXH3 is compiled in from xxhash.h), the packages' own
+# library dependencies are found by dpkg-shlibdeps (SHA-256 is the host's
+# own and XXH3 is compiled in from xxhash.h), the packages' own
 # ones are declared below. tests/packaging/run.sh (ctest -L packaging) builds
 # them, unpacks them into a scratch root and builds against that.
 set(CPACK_GENERATOR DEB)

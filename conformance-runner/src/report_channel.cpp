@@ -8,53 +8,11 @@
 #include <memory>
 #include <stdexcept>
 
-#include "kvblob/host/sha256_compress.hpp"
+#include "kvblob/host/sha256.hpp"
 
 namespace kvblob::conformance {
 
 namespace {
-
-// SHA-256 (FIPS 180-4), incremental and allocation-free: the host's Sha256
-// goes through OpenSSL, which a signal handler may not call. The rounds are
-// the host's portable compression (sha256_compress.hpp), which allocates
-// nothing and calls nothing.
-class Sha256Block {
-public:
-    void update(const uint8_t *data, size_t size)
-    {
-        for (size_t i = 0; i < size; ++i) {
-            buf_[fill_++] = data[i];
-            if (fill_ == 64) {
-                compress();
-                fill_ = 0;
-            }
-        }
-        bits_ += static_cast<uint64_t>(size) * 8;
-    }
-    std::array<uint8_t, 32> finish()
-    {
-        const uint64_t bits = bits_;
-        const uint8_t one = 0x80, zero = 0;
-        update(&one, 1);
-        while (fill_ != 56) update(&zero, 1);
-        uint8_t length[8];
-        for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
-        update(length, 8);
-        std::array<uint8_t, 32> out{};
-        for (int i = 0; i < 8; ++i) sha256_detail::store_be(h_[i], out.data() + 4 * i);
-        return out;
-    }
-
-private:
-    void compress() { sha256_detail::compress_portable(h_, buf_, 1); }
-
-    uint32_t h_[8] = {sha256_detail::initial[0], sha256_detail::initial[1], sha256_detail::initial[2],
-                      sha256_detail::initial[3], sha256_detail::initial[4], sha256_detail::initial[5],
-                      sha256_detail::initial[6], sha256_detail::initial[7]};
-    uint8_t buf_[64] = {};
-    size_t fill_ = 0;
-    uint64_t bits_ = 0;
-};
 
 void to_hex(const std::array<uint8_t, 32> &mac, char *out)
 {
@@ -66,20 +24,21 @@ void to_hex(const std::array<uint8_t, 32> &mac, char *out)
 
 }  // namespace
 
+// HMAC-SHA-256 (RFC 2104) on the host's SHA-256, which allocates nothing
+// and calls nothing but its compression: a signal handler may sign.
 std::array<uint8_t, 32> hmac_sha256(const uint8_t *key, size_t key_size, const void *data, size_t size)
 {
     uint8_t pad[64] = {};
     std::memcpy(pad, key, key_size < 64 ? key_size : 64);
     for (auto &b : pad) b ^= 0x36;
-    Sha256Block inner;
-    inner.update(pad, 64);
-    inner.update(static_cast<const uint8_t *>(data), size);
-    const auto inner_digest = inner.finish();
+    Sha256 sha;
+    sha.update(pad, 64);
+    sha.update(data, size);
+    const auto inner_digest = sha.finish();
     for (auto &b : pad) b ^= 0x36 ^ 0x5c;
-    Sha256Block outer;
-    outer.update(pad, 64);
-    outer.update(inner_digest.data(), inner_digest.size());
-    return outer.finish();
+    sha.update(pad, 64);
+    sha.update(inner_digest.data(), inner_digest.size());
+    return sha.finish();
 }
 
 RunKey fresh_key()

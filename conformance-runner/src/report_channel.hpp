@@ -59,8 +59,9 @@ struct Records {
 };
 Records read_records(const std::string &channel, const RunKey &key, bool overflowed);
 
-// HMAC-SHA256 (RFC 2104) of data under a key of at most 64 bytes, computed
-// here without allocation so that a signal handler may use it.
+// HMAC-SHA256 (RFC 2104) of data under a key of at most 64 bytes, on the
+// host's SHA-256 (kvblob/host/sha256.hpp), which allocates nothing, so that
+// a signal handler may use it.
 std::array<uint8_t, 32> hmac_sha256(const uint8_t *key, size_t key_size, const void *data, size_t size);
 
 }  // namespace kvblob::conformance

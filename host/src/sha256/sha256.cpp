@@ -1,10 +1,11 @@
 #include "kvblob/host/sha256.hpp"
 
 #include "kvblob/host/hex.hpp"
+#include "kvblob/host/sha256_compress.hpp"
 
-#include <openssl/evp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -15,11 +16,6 @@ namespace kvblob {
 
 namespace {
 
-[[noreturn]] void openssl_failed(const char *what)
-{
-    throw std::runtime_error(std::string("OpenSSL's SHA-256: ") + what + " failed");
-}
-
 std::string hex(const std::array<uint8_t, 32> &digest)
 {
     std::string out(2 * digest.size(), '\0');
@@ -27,45 +23,50 @@ std::string hex(const std::array<uint8_t, 32> &digest)
     return out;
 }
 
+// The compression this machine runs (sha256_compress.hpp).
+void compress(uint32_t state[8], const uint8_t *data, size_t blocks) noexcept
+{
+#ifdef KVBLOB_SHA_NI
+    if (sha256_detail::use_sha_ni()) return sha256_detail::compress_sha_ni(state, data, blocks);
+#endif
+    sha256_detail::compress_portable(state, data, blocks);
+}
+
 }  // namespace
 
-Sha256::Sha256() : md_(EVP_MD_fetch(nullptr, "SHA256", nullptr)), ctx_(EVP_MD_CTX_new())
+void Sha256::restart() noexcept
 {
-    if (!md_ || !ctx_) {
-        EVP_MD_free(md_);
-        EVP_MD_CTX_free(ctx_);
-        openssl_failed(md_ ? "EVP_MD_CTX_new" : "EVP_MD_fetch(\"SHA256\")");
+    std::memcpy(state_, sha256_detail::initial, sizeof state_);
+    fill_ = 0;
+    bytes_ = 0;
+}
+
+void Sha256::update(const void *data, size_t size) noexcept
+{
+    const auto *in = static_cast<const uint8_t *>(data);
+    bytes_ += size;
+    if (fill_) {  // a block begun by an earlier update: made whole first
+        const size_t take = std::min(size, sizeof pending_ - fill_);
+        std::memcpy(pending_ + fill_, in, take);
+        fill_ += take, in += take, size -= take;
+        if (fill_ < sizeof pending_) return;
+        compress(state_, pending_, 1);
+        fill_ = 0;
     }
-    try {
-        restart();
-    } catch (...) {
-        EVP_MD_CTX_free(ctx_);
-        EVP_MD_free(md_);
-        throw;
-    }
+    const size_t whole = size / 64;  // straight from the caller's bytes
+    compress(state_, in, whole);
+    in += 64 * whole, size -= 64 * whole;
+    std::memcpy(pending_, in, size);
+    fill_ = size;
 }
 
-Sha256::~Sha256()
+std::array<uint8_t, 32> Sha256::finish() noexcept
 {
-    EVP_MD_CTX_free(ctx_);
-    EVP_MD_free(md_);
-}
-
-void Sha256::restart()
-{
-    if (EVP_DigestInit_ex(ctx_, md_, nullptr) != 1) openssl_failed("EVP_DigestInit_ex");
-}
-
-void Sha256::update(const void *data, size_t size)
-{
-    if (size && EVP_DigestUpdate(ctx_, data, size) != 1) openssl_failed("EVP_DigestUpdate");
-}
-
-std::array<uint8_t, 32> Sha256::finish()
-{
-    std::array<uint8_t, 32> out{};
-    unsigned int length = 0;
-    if (EVP_DigestFinal_ex(ctx_, out.data(), &length) != 1 || length != out.size()) openssl_failed("EVP_DigestFinal_ex");
+    uint8_t tail[128];
+    std::memcpy(tail, pending_, fill_);
+    compress(state_, tail, sha256_detail::write_padding(tail, fill_, bytes_));
+    std::array<uint8_t, 32> out;
+    for (int i = 0; i < 8; ++i) sha256_detail::store_be(state_[i], out.data() + 4 * i);
     restart();
     return out;
 }

@@ -1,6 +1,10 @@
-// SHA-256 (FIPS 180-4) through OpenSSL's libcrypto, for naming exactly which
-// plugin file was judged or loaded, and for the chained block keys
-// (block_sequence.hpp).
+// SHA-256 (FIPS 180-4), the project's one implementation: the compression
+// of sha256_compress.hpp (the SHA extensions where the CPU has them,
+// portable C++ otherwise) behind an incremental digest, for naming exactly
+// which plugin file was judged or loaded, and for the runner's signed
+// reports. One message in memory has sha256_oneshot.hpp, a chain of block
+// keys sha256_chain.hpp, on the same compression. tests/host/test_sha256.cpp
+// holds every form to OpenSSL, which the project itself does not call.
 #pragma once
 
 #include <array>
@@ -10,29 +14,26 @@
 #include <string>
 #include <string_view>
 
-struct evp_md_st;
-struct evp_md_ctx_st;
-
 namespace kvblob {
 
 // An incremental SHA-256. finish() gives the digest and starts over, so one
-// object hashes many inputs without asking OpenSSL for the algorithm again
-// (asking for it costs more than hashing a block's hundred bytes).
+// object hashes many inputs. It allocates nothing and calls nothing but the
+// compression, so a signal handler may use it (the runner's report channel,
+// conformance-runner/src/report_channel.cpp).
 class Sha256 {
 public:
-    Sha256();
-    ~Sha256();
-    Sha256(const Sha256 &) = delete;
-    Sha256 &operator=(const Sha256 &) = delete;
+    Sha256() noexcept { restart(); }
 
-    void update(const void *data, size_t size);
-    std::array<uint8_t, 32> finish();
+    void update(const void *data, size_t size) noexcept;
+    std::array<uint8_t, 32> finish() noexcept;
 
 private:
-    void restart();
+    void restart() noexcept;
 
-    evp_md_st *md_;
-    evp_md_ctx_st *ctx_;
+    uint32_t state_[8];
+    uint8_t pending_[64];  // the bytes of a block not yet whole
+    size_t fill_ = 0;      // how many of pending_ hold bytes
+    uint64_t bytes_ = 0;   // the message's length so far
 };
 
 // The 32-byte digest of bytes.
