@@ -311,150 +311,165 @@ void RedisDriver::append_command(std::string &out, const Op &op, size_t i, bool 
     }
 }
 
+// Faults rows[from..] with one reason: what a node that failed leaves.
+void RedisDriver::fail_rows(Op &op, const std::vector<size_t> &rows, size_t from, int32_t code, const std::string &why)
+{
+    for (size_t k = from; k < rows.size(); ++k) set_row(op, rows[k], KVBLOB_ROW_FAULT, code, why);
+}
+
+// Route: each row to the node that serves it (the one an ASK named, else
+// its hash slot's master); a row no master serves is a FAULT.
+std::map<Endpoint, std::vector<size_t>> RedisDriver::route(Op &op, const std::vector<size_t> &rows,
+                                                           const std::map<size_t, Endpoint> &asking)
+{
+    const auto map = slots();
+    std::map<Endpoint, std::vector<size_t>> by_node;
+    for (size_t i : rows) {
+        if (auto ask = asking.find(i); ask != asking.end()) {
+            by_node[ask->second].push_back(i);
+            continue;
+        }
+        const uint16_t slot = hash_slot(redis_key(op.rows[i].key));
+        if (const Endpoint *owner = map->owner(slot)) by_node[*owner].push_back(i);
+        else set_row(op, i, KVBLOB_ROW_FAULT, 0, "no master serves hash slot " + std::to_string(slot));
+    }
+    return by_node;
+}
+
+// Send: one node's commands. The bytes go out whenever they pass
+// send_chunk (and at least one row at a time): a round never sits whole in
+// memory, and a hung node is found out after one chunk, not after
+// formatting a whole round. Empty, its rows failed, when the node cannot
+// be reached or stops taking bytes.
+std::optional<RedisDriver::Part> RedisDriver::send_part(Op &op, const Endpoint &node, std::vector<size_t> node_rows,
+                                                        const std::map<size_t, Endpoint> &asking)
+{
+    // Kept by the thread so that large values do not fault in fresh pages
+    // on every operation.
+    thread_local std::string out;
+    std::string error;
+    Lease conn = pool_.lease(node, error);
+    if (!conn) {
+        fail_rows(op, node_rows, 0, 0, error);
+        return std::nullopt;
+    }
+    StallClock clock(pool_.command_timeout());
+    // The clock counts the node's silence, not our formatting.
+    auto flush = [&] {
+        clock.moved();
+        const bool sent = send_all(conn.get(), out, clock);
+        out.clear();
+        return sent;
+    };
+    // A large put goes out from the row's memory, after what is gathered
+    // before it (direct_put_min).
+    auto send_direct_put = [&](size_t i) {
+        const auto &row = op.rows[i];
+        if (asking.count(i)) append_argv(out, {"ASKING"});
+        append_put_head(out, redis_key(row.key), row);
+        uint8_t tail[trailer_size + sizeof put_tail - 1];
+        support::write_trailer(tail, support::trailer_v1, row.key, row.total, put_checksum(row));
+        std::memcpy(tail + trailer_size, put_tail, sizeof put_tail - 1);
+        std::vector<iovec> iov{{out.data(), out.size()}};
+        for (const auto &sp : row.spans) iov.push_back({sp.data, sp.length});
+        iov.push_back({tail, sizeof tail});
+        clock.moved();
+        const bool sent = send_all(conn.get(), std::move(iov), clock);
+        out.clear();
+        return sent;
+    };
+    out.clear();
+    bool sent = true;
+    for (size_t k = 0; k < node_rows.size() && sent; ++k) {
+        const size_t i = node_rows[k];
+        if (op.kind == OpKind::put && op.rows[i].total >= direct_put_min) {
+            sent = send_direct_put(i);
+            continue;
+        }
+        append_command(out, op, i, asking.count(i) > 0);
+        if (out.size() >= send_chunk || k + 1 == node_rows.size()) sent = flush();
+    }
+    if (sent && !out.empty()) sent = flush();
+    if (!sent) {
+        const std::string why = "redis " + node.text() + ": " + conn.get()->errstr;
+        if (stalled(conn.get())) pool_.mark_down(node, why);
+        fail_rows(op, node_rows, 0, conn.get()->err, why);
+        return std::nullopt;
+    }
+    return Part{std::move(conn), std::move(node_rows), clock};
+}
+
+// Read: one node's replies, row by row. A redirection (MOVED, ASK,
+// TRYAGAIN) puts the row into the next round; a connection gone or a node
+// silent past its clock fails this row and the rest of the node's rows
+// (never READY, R-ROW-6).
+void RedisDriver::read_part(Op &op, Part &part, const std::map<size_t, Endpoint> &asking, Redirected &next)
+{
+    redisContext *c = part.conn.get();
+    const auto fail_rest = [&](size_t k) {
+        const std::string why = "redis " + part.conn.node().text() + ": " + c->errstr;
+        // A get's value is checked and copied out where it lies in the
+        // reader's buffer.
+        Received got = op.kind == OpKind::get ? receive_in_place(c, part.clock)
+                                              : Received{receive(c, part.clock), std::nullopt};
+        if (got.bulk) {
+            Outcome out = got.bulk->nil ? Outcome{KVBLOB_ROW_MISS, 0, {}} : verify_get(op.rows[i], got.bulk->bytes);
+            set_row(op, i, out.result, out.code, std::move(out.message));
+            continue;
+        }
+        ReplyPtr reply = std::move(got.object);
+        if (!reply) return fail_rest(k);
+        if (redirect(*reply, i, next)) continue;
+        Outcome out = interpret(op, i, *reply);
+        set_row(op, i, out.result, out.code, std::move(out.message));
+    }
+}
+
+// Redirect: whether reply sends row i to another round, noted in next.
+bool RedisDriver::redirect(const redisReply &reply, size_t i, Redirected &next)
+{
+    if (reply.type != REDIS_REPLY_ERROR ||
+        !(starts_with(reply, "MOVED ") || starts_with(reply, "ASK ") || starts_with(reply, "TRYAGAIN")))
+        return false;
+    if (starts_with(reply, "ASK ")) {
+        if (auto target = redirect_target(error_text(reply))) next.asking[i] = *target;
+    } else {
+        next.moved = next.moved || starts_with(reply, "MOVED ");
+    }
+    next.rows.push_back(i);
+    return true;
+}
+
 void RedisDriver::execute(Op &op, std::vector<size_t> rows)
 {
-    // The bytes on their way to a node, sent whenever they pass
-    // send_chunk (and at least one row at a time): a round never sits
-    // whole in memory, and a hung node is found out after one chunk, not
-    // after formatting a whole round. Kept by the thread so that large
-    // values do not fault in fresh pages on every operation.
-    thread_local std::string out;
     std::map<size_t, Endpoint> asking;  // rows redirected by ASK, to their node
     for (int round = 0; round <= max_redirects && !rows.empty(); ++round) {
-        const auto map = slots();
-        std::map<Endpoint, std::vector<size_t>> by_node;
-        for (size_t i : rows) {
-            auto ask = asking.find(i);
-            if (ask != asking.end()) {
-                by_node[ask->second].push_back(i);
+        if (stalled(c)) pool_.mark_down(part.conn.node(), why);
+        fail_rows(op, part.rows, k, c->err, why);
+    };
+    for (size_t k = 0; k < part.rows.size(); ++k) {
+        const size_t i = part.rows[k];
+        if (asking.count(i)) receive(c, part.clock);  // +OK of ASKING
+        if (op.kind == OpKind::get && op.rows[i].total >= direct_get_min) {
+            if (auto out = receive_get_into(c, part.clock, op.rows[i])) {
+                set_row(op, i, out->result, out->code, std::move(out->message));
                 continue;
             }
-            const uint16_t slot = hash_slot(redis_key(op.rows[i].key));
-            if (const Endpoint *owner = map->owner(slot)) by_node[*owner].push_back(i);
-            else set_row(op, i, KVBLOB_ROW_FAULT, 0, "no master serves hash slot " + std::to_string(slot));
+            if (c->err) return fail_rest(k);
         }
         // Every node's commands go out before any reply is read, so the
         // nodes work on their parts of the batch at the same time. Each
         // part has its own clock: silence past command_timeout_ms on one
         // node fails that node's rows and marks it down (connection_pool.hpp),
         // and the other nodes' rows are read on.
-        struct Part {
-            Lease conn;
-            std::vector<size_t> rows;
-            StallClock clock;
-        };
         std::vector<Part> parts;
-        auto fail_rows = [&](const std::vector<size_t> &rs, size_t from, int32_t code, const std::string &why) {
-            for (size_t k = from; k < rs.size(); ++k) set_row(op, rs[k], KVBLOB_ROW_FAULT, code, why);
-        };
-        for (auto &[node, node_rows] : by_node) {
-            std::string error;
-            Lease conn = pool_.lease(node, error);
-            if (!conn) {
-                fail_rows(node_rows, 0, 0, error);
-                continue;
-            }
-            StallClock clock(pool_.command_timeout());
-            // The clock counts the node's silence, not our formatting.
-            auto flush = [&] {
-                clock.moved();
-                const bool sent = send_all(conn.get(), out, clock);
-                out.clear();
-                return sent;
-            };
-            // A large put goes out from the row's memory, after what is
-            // gathered before it (direct_put_min).
-            auto send_direct_put = [&](size_t i) {
-                const auto &row = op.rows[i];
-                if (asking.count(i)) append_argv(out, {"ASKING"});
-                append_put_head(out, redis_key(row.key), row);
-                uint8_t tail[trailer_size + sizeof put_tail - 1];
-                support::write_trailer(tail, support::trailer_v1, row.key, row.total, put_checksum(row));
-                std::memcpy(tail + trailer_size, put_tail, sizeof put_tail - 1);
-                std::vector<iovec> iov{{out.data(), out.size()}};
-                for (const auto &sp : row.spans) iov.push_back({sp.data, sp.length});
-                iov.push_back({tail, sizeof tail});
-                clock.moved();
-                const bool sent = send_all(conn.get(), std::move(iov), clock);
-                out.clear();
-                return sent;
-            };
-            out.clear();
-            bool sent = true;
-            for (size_t k = 0; k < node_rows.size() && sent; ++k) {
-                const size_t i = node_rows[k];
-                if (op.kind == OpKind::put && op.rows[i].total >= direct_put_min) {
-                    sent = send_direct_put(i);
-                    continue;
-                }
-                append_command(out, op, i, asking.count(i) > 0);
-                if (out.size() >= send_chunk || k + 1 == node_rows.size()) sent = flush();
-            }
-            if (sent && !out.empty()) sent = flush();
-            if (!sent) {
-                const std::string why = "redis " + node.text() + ": " + conn.get()->errstr;
-                if (stalled(conn.get())) pool_.mark_down(node, why);
-                fail_rows(node_rows, 0, conn.get()->err, why);
-                continue;
-            }
-            parts.push_back({std::move(conn), std::move(node_rows), clock});
-        }
-        rows.clear();
-        std::map<size_t, Endpoint> next_asking;
-        bool moved = false;
-        for (auto &part : parts) {
-            redisContext *c = part.conn.get();
-            for (size_t k = 0; k < part.rows.size(); ++k) {
-                const size_t i = part.rows[k];
-                if (asking.count(i)) receive(c, part.clock);  // +OK of ASKING
-                if (op.kind == OpKind::get && op.rows[i].total >= direct_get_min) {
-                    if (auto out = receive_get_into(c, part.clock, op.rows[i])) {
-                        set_row(op, i, out->result, out->code, std::move(out->message));
-                        continue;
-                    }
-                    if (c->err) {
-                        const std::string why = "redis " + part.conn.node().text() + ": " + c->errstr;
-                        if (stalled(c)) pool_.mark_down(part.conn.node(), why);
-                        fail_rows(part.rows, k, c->err, why);
-                        break;
-                    }
-                }
-                // A get's value is checked and copied out where it lies in
-                // the reader's buffer.
-                Received got = op.kind == OpKind::get ? receive_in_place(c, part.clock)
-                                                      : Received{receive(c, part.clock), std::nullopt};
-                if (got.bulk) {
-                    Outcome out = got.bulk->nil ? Outcome{KVBLOB_ROW_MISS, 0, {}}
-                                                : verify_get(op.rows[i], got.bulk->bytes);
-                    set_row(op, i, out.result, out.code, std::move(out.message));
-                    continue;
-                }
-                ReplyPtr reply = std::move(got.object);
-                if (!reply) {
-                    // The connection is gone or the node went silent: this
-                    // row and the rest of this node's rows have no answer.
-                    // Never READY (R-ROW-6).
-                    const std::string why = "redis " + part.conn.node().text() + ": " + c->errstr;
-                    if (stalled(c)) pool_.mark_down(part.conn.node(), why);
-                    fail_rows(part.rows, k, c->err, why);
-                    break;
-                }
-                if (reply->type == REDIS_REPLY_ERROR &&
-                    (starts_with(*reply, "MOVED ") || starts_with(*reply, "ASK ") || starts_with(*reply, "TRYAGAIN"))) {
-                    if (starts_with(*reply, "ASK ")) {
-                        if (auto target = redirect_target(error_text(*reply))) next_asking[i] = *target;
-                    } else {
-                        moved = moved || starts_with(*reply, "MOVED ");
-                    }
-                    rows.push_back(i);
-                    continue;
-                }
-                Outcome out = interpret(op, i, *reply);
-                set_row(op, i, out.result, out.code, std::move(out.message));
-            }
-        }
-        if (moved) refresh_slots();
-        asking = std::move(next_asking);
+        for (auto &[node, node_rows] : route(op, rows, asking))
+            if (auto part = send_part(op, node, std::move(node_rows), asking)) parts.push_back(std::move(*part));
+        Redirected next;
+        for (auto &part : parts) read_part(op, part, asking, next);
+        if (next.moved) refresh_slots();
+        rows = std::move(next.rows);
+        asking = std::move(next.asking);
     }
     for (size_t i : rows)
         set_row(op, i, KVBLOB_ROW_FAULT, 0, "still redirected after " + std::to_string(max_redirects) + " rounds");

@@ -65,8 +65,29 @@ private:
                 ConnectSettings connect, SlotMap slots, unsigned workers);
 
     using Outcome = support::RowOutcome;
-    // Runs rows of op to their results, following redirections.
+    // Runs rows of op to their results, following redirections: each round
+    // routes the rows to their nodes, sends every node's commands, then
+    // reads every node's replies (redis_driver.cpp).
     void execute(Op &op, std::vector<size_t> rows);
+    // One node's rows of a round, sent and waiting for their replies.
+    struct Part {
+        Lease conn;
+        std::vector<size_t> rows;
+        StallClock clock;
+    };
+    // What a round's replies send to the next round.
+    struct Redirected {
+        std::vector<size_t> rows;
+        std::map<size_t, Endpoint> asking;  // rows an ASK sent to a node
+        bool moved = false;                 // a MOVED: the slot map is stale
+    };
+    std::map<Endpoint, std::vector<size_t>> route(Op &op, const std::vector<size_t> &rows,
+                                                  const std::map<size_t, Endpoint> &asking);
+    std::optional<Part> send_part(Op &op, const Endpoint &node, std::vector<size_t> node_rows,
+                                  const std::map<size_t, Endpoint> &asking);
+    void read_part(Op &op, Part &part, const std::map<size_t, Endpoint> &asking, Redirected &next);
+    static bool redirect(const redisReply &reply, size_t i, Redirected &next);
+    void fail_rows(Op &op, const std::vector<size_t> &rows, size_t from, int32_t code, const std::string &why);
     // Appends row's command (after ASKING when asking) to out.
     void append_command(std::string &out, const Op &op, size_t row, bool asking) const;
     Outcome interpret(const Op &op, size_t row, const redisReply &reply) const;

@@ -12,11 +12,24 @@ using support::option;
 
 namespace {
 
-constexpr std::array<kvblob_option_desc_t, 1> own_options = {{
+constexpr std::array<kvblob_option_desc_t, 5> own_options = {{
     option(KVBLOB_OPTION_INT, "workers", "4", nullptr,
            "Worker threads; each runs one operation at a time through the tiers. Tiers are given as "
            "tier.N.driver=NAME (N = 0 the top, then 1, 2 ... without gaps; at least two) and "
            "tier.N.<option>=VALUE, passed to tier N's driver as <option>=VALUE."),
+    option(KVBLOB_OPTION_CHOICE, "write", "through", "through|back",
+           "through: a put is READY once the last tier stored it (written bottom first, then each tier above). "
+           "back: READY once the top tier stored it; the tiers below are written from the driver's own copy by "
+           "a thread of its own, drained by drain and close."),
+    option(KVBLOB_OPTION_BYTES, "write_back_queue_bytes", "256M", nullptr,
+           "write=back: bytes of rows waiting to be written below, at most. A row that does not fit is "
+           "DECLINED (try again later); no row is larger (max_object_bytes is at most this)."),
+    option(KVBLOB_OPTION_BYTES, "top_bytes", "0", nullptr,
+           "Bytes the top tier may hold of what this driver put or promoted there; past it the least recently "
+           "used objects held below are evicted first. 0: no budget, evict only when the top tier DECLINES."),
+    option(KVBLOB_OPTION_INT, "lru_keys", "1048576", nullptr,
+           "Keys of the top tier whose recency this driver records, at most (its memory for the record); past "
+           "it the least recently used is evicted, or, where none is held below, no longer recorded."),
 }};
 
 constexpr auto all_options = support::join(own_options, support::limit_options());
@@ -32,15 +45,28 @@ kvblob_status unregister_slot(kvblob_driver_t *d, kvblob_region_t *region) noexc
     }
 }
 
+// drain waits for the write=back queue too (TieredDriver::drain_everything).
+kvblob_status drain_slot(kvblob_driver_t *d, uint64_t timeout_ns) noexcept
+{
+    if (!d) return KVBLOB_E_INVALID;
+    try {
+        return static_cast<TieredDriver *>(static_cast<support::DriverBase *>(d))->drain_everything(timeout_ns);
+    } catch (...) {
+        return KVBLOB_E_INTERNAL;
+    }
+}
+
 constexpr kvblob_plugin_t with_own_unregister(kvblob_plugin_t table)
 {
     table.unregister_region = &unregister_slot;
+    table.drain = &drain_slot;
     return table;
 }
 
 constexpr const char *description =
     "A stack of drivers as one store: gets fall through the tiers top first and promote what they find "
-    "below; puts write through every tier. Options: tier.N.driver=NAME, tier.N.<option>=VALUE.";
+    "below; puts write through every tier (or back, from the top tier); the top tier evicts its least "
+    "recently used objects. Options: tier.N.driver=NAME, tier.N.<option>=VALUE.";
 
 using Glue = support::CTableOf<TieredDriver>;
 

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
+#include <numeric>
 
 #include "tier_options.hpp"
 
@@ -167,7 +168,16 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
     kvblob_caps_t own{};
     own.struct_size = caps.struct_size;
     support::apply_limits(o, own);
-    const unsigned workers = support::worker_count(o);
+    Settings settings;
+    settings.workers = support::worker_count(o);
+    settings.write_back = o.text("write") == "back";
+    settings.write_back_queue_bytes = o.bytes("write_back_queue_bytes");
+    settings.top_bytes = o.bytes("top_bytes");
+    const int64_t lru_keys = o.integer("lru_keys");
+    if (lru_keys < 1) throw support::OptionError("option 'lru_keys': at least 1");
+    settings.lru_keys = static_cast<size_t>(lru_keys);
+    if (settings.write_back && settings.write_back_queue_bytes == 0)
+        throw support::OptionError("option 'write_back_queue_bytes': at least 1 byte with write=back");
 
     auto forward = std::make_shared<LogForward>();
     if (args.host && args.host->struct_size >= KVBLOB_HOST_SERVICES_SIZE_1_0) {
@@ -223,6 +233,12 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
         object = std::min(object, c.max_object_bytes);
         in_flight = std::min(in_flight, c.max_ops_in_flight);
     }
+    if (settings.write_back) {
+        // The queue copies the caller's bytes with the CPU, and holds a row
+        // whole: host memory only, and no row larger than the queue.
+        flags &= ~KVBLOB_CAP_DEVICE_MEMORY;
+        object = std::min(object, settings.write_back_queue_bytes);
+    }
     if (!(flags & KVBLOB_CAP_MULTI_SPAN) || spans <= 1) {
         flags &= ~KVBLOB_CAP_MULTI_SPAN;
         spans = 1;
@@ -233,20 +249,26 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
     caps.max_key_bytes = key;
     caps.max_object_bytes = object;
     caps.max_ops_in_flight = in_flight;
-    return std::unique_ptr<TieredDriver>(new TieredDriver(caps, args.host, std::move(tiers), std::move(forward), workers));
+    return std::unique_ptr<TieredDriver>(
+        new TieredDriver(caps, args.host, std::move(tiers), std::move(forward), settings));
 }
 
 TieredDriver::TieredDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, std::vector<Tier> tiers,
-                           std::shared_ptr<LogForward> forward, unsigned workers)
-    : DriverBase(caps, host), tiers_(std::move(tiers)), forward_(std::move(forward))
+                           std::shared_ptr<LogForward> forward, const Settings &settings)
+    : DriverBase(caps, host), tiers_(std::move(tiers)), forward_(std::move(forward)), settings_(settings),
+      recency_(settings.lru_keys, settings.top_bytes)
 {
     hooks_offered_ = hooks_of(tiers_);
-    workers_.start(workers);
+    if (settings_.write_back)
+        write_back_ = std::make_unique<WriteBack>(settings_.write_back_queue_bytes,
+                                                  [this](Block &block) { return write_below(block); });
+    workers_.start(settings_.workers);
 }
 
 TieredDriver::~TieredDriver()
 {
     stop();
+    write_back_.reset();
     {
         std::lock_guard lock(regions_mu_);
         tier_regions_.clear();  // none left: close comes after every unregister
@@ -258,7 +280,29 @@ TieredDriver::~TieredDriver()
     forward_->open = false;
 }
 
-void TieredDriver::stop() { workers_.stop(); }
+// Close: the workers finish what they hold, then the write-back queue
+// writes every row it holds below, and says how many the bottom tier did
+// not store (each was logged as it failed).
+void TieredDriver::stop()
+{
+    workers_.stop();
+    if (!write_back_ || write_back_finished_) return;
+    write_back_->finish();
+    write_back_finished_ = true;
+    const uint64_t failed = write_back_->failed();
+    log(failed ? KVBLOB_LOG_WARN : KVBLOB_LOG_INFO,
+        "write=back at close: " + std::to_string(write_back_->written()) + " row(s) written below, " +
+            std::to_string(failed) + " row(s) not written below");
+}
+
+kvblob_status TieredDriver::drain_everything(uint64_t timeout_ns)
+{
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::nanoseconds(std::min<uint64_t>(timeout_ns, uint64_t(1) << 62));
+    const kvblob_status st = DriverBase::drain(timeout_ns);
+    if (st != KVBLOB_OK || !write_back_) return st;
+    return write_back_->wait_empty(deadline) ? KVBLOB_OK : KVBLOB_E_TIMEOUT;
+}
 
 // ---- regions ----------------------------------------------------------------
 
@@ -353,6 +397,9 @@ kvblob_status TieredDriver::stage_keyed(kvblob_status (*kvblob_scenarios_t::*slo
                                         const std::string &key, bool bypass)
 {
     const kvblob::Driver &bottom = *tiers_.back().handle;
+    // A write=back row of the key still queued would reach the bottom tier
+    // after the stage: it goes first.
+    if (write_back_) write_back_->settle({key});
     // The bottom tier first: once it is staged, no put of the key reaches
     // an upper tier (a put is written below first), so the purge that
     // follows leaves none holding it.
@@ -377,7 +424,15 @@ kvblob_status TieredDriver::stage_foreign_writer(const std::string &key)
 kvblob_status TieredDriver::stage_full_pool()
 {
     const kvblob::Driver &bottom = *tiers_.back().handle;
-    return bottom.scenarios()->stage_full_pool(bottom.handle());
+    if (write_back_) {
+        // What is queued is written before the pool fills, and puts are
+        // then written through, so the bottom tier's DECLINED is theirs.
+        write_back_->wait_empty(std::chrono::steady_clock::now() + std::chrono::hours(24 * 365));
+        full_pool_staged_.store(true);
+    }
+    const kvblob_status st = bottom.scenarios()->stage_full_pool(bottom.handle());
+    if (st != KVBLOB_OK) full_pool_staged_.store(false);
+    return st;
 }
 
 kvblob_status TieredDriver::stage_failing_read(const std::string &key)
@@ -407,6 +462,7 @@ kvblob_status TieredDriver::release_staged()
     std::lock_guard lock(hooks_mu_);
     bypass_.clear();
     keys_staged_.store(false);
+    full_pool_staged_.store(false);
     return st;
 }
 
@@ -559,6 +615,10 @@ void TieredDriver::run_get(TieredOp &op, const std::vector<size_t> &all, std::ve
             if (a.result == KVBLOB_ROW_READY) {
                 answers[i] = {KVBLOB_ROW_READY, 0, t == 0 ? std::string() : "from " + tiers_[t].label()};
                 ready_tier[i] = static_cast<int>(t);
+                // Most recently used now. A key this driver did not place
+                // there is held below for sure only in write=through (every
+                // object reaches the top from below).
+                if (t == 0) drop(recency_.touch(op.rows[i].key, op.rows[i].total, !write_back_));
                 continue;
             }
             if (a.result == KVBLOB_ROW_CANCELLED) {
@@ -593,18 +653,28 @@ void TieredDriver::promote(TieredOp &op, const std::vector<size_t> &all, const s
         for (size_t i : all)
             if (ready_tier[i] > static_cast<int>(u)) rows.push_back(i);
         if (rows.empty()) continue;
-        auto put = ask(op, u, kvblob::OpKind::put, rows, false);
-        for (size_t k = 0; k < rows.size(); ++k)
+        auto put = u == 0 ? put_top(op, rows, false) : ask(op, u, kvblob::OpKind::put, rows, false);
+        for (size_t k = 0; k < rows.size(); ++k) {
             if (put[k].result != KVBLOB_ROW_READY)
                 log(KVBLOB_LOG_DEBUG, "promotion skipped: " + put[k].message);
+            else if (u == 0)
+                drop(recency_.hold(op.rows[rows[k]].key, op.rows[rows[k]].total, true));
+        }
     }
+}
+
+void TieredDriver::run_put(TieredOp &op, const std::vector<size_t> &all, std::vector<TierAnswer> &answers)
+{
+    if (write_back_) write_back(op, all, answers);
+    else write_through(op, all, answers);
 }
 
 // Write-through, bottom first: the last tier's answer is the row's; a row
 // it stored is put into each tier above, bottom up, whose DECLINED (a full
-// cache) or other failure leaves the object out of that tier only (the
-// object is whole below: R-ROW-8 allows no FAULT for it).
-void TieredDriver::run_put(TieredOp &op, const std::vector<size_t> &all, std::vector<TierAnswer> &answers)
+// cache, after eviction at the top) or other failure leaves the object out
+// of that tier only (the object is whole below: R-ROW-8 allows no FAULT for
+// it).
+void TieredDriver::write_through(TieredOp &op, const std::vector<size_t> &all, std::vector<TierAnswer> &answers)
 {
     const size_t last = tiers_.size() - 1;
     auto stored = ask(op, last, kvblob::OpKind::put, all, true);
@@ -614,9 +684,11 @@ void TieredDriver::run_put(TieredOp &op, const std::vector<size_t> &all, std::ve
         if (answers[all[k]].result == KVBLOB_ROW_READY) rows.push_back(all[k]);
     }
     for (size_t t = last; t-- > 0 && !rows.empty();) {
-        auto cached = ask(op, t, kvblob::OpKind::put, rows, false);
+        auto cached = t == 0 ? put_top(op, rows, false) : ask(op, t, kvblob::OpKind::put, rows, false);
         for (size_t k = 0; k < rows.size(); ++k) {
             const auto r = cached[k].result;
+            if (r == KVBLOB_ROW_READY && t == 0)
+                drop(recency_.hold(op.rows[rows[k]].key, op.rows[rows[k]].total, true));
             if (r == KVBLOB_ROW_READY || r == KVBLOB_ROW_DECLINED) continue;
             log(KVBLOB_LOG_WARN, "a put stored below was not cached: " + cached[k].message);
         }
@@ -655,6 +727,14 @@ void TieredDriver::run_remove(TieredOp &op, const std::vector<size_t> &all, std:
 {
     std::vector<std::optional<TierAnswer>> failed(op.rows.size());
     std::vector<size_t> rows = all;
+    if (write_back_) {
+        // A queued write of a key would store it below again after the
+        // remove: it is written first.
+        std::vector<std::string> keys;
+        for (size_t i : all) keys.push_back(op.rows[i].key);
+        write_back_->settle(keys);
+    }
+    for (size_t i : all) recency_.forget(op.rows[i].key);
     for (size_t t = 0; t < tiers_.size() && !rows.empty(); ++t) {
         auto got = ask(op, t, kvblob::OpKind::remove, rows, t == 0);
         std::vector<size_t> next;
@@ -673,6 +753,244 @@ void TieredDriver::run_remove(TieredOp &op, const std::vector<size_t> &all, std:
     }
     for (size_t i : rows)
         if (failed[i]) answers[i] = *failed[i];
+}
+
+// ---- write=back -------------------------------------------------------------
+
+void TieredDriver::write_back(TieredOp &op, std::vector<size_t> rows, std::vector<TierAnswer> &answers)
+{
+    // Keys staged below (and every key while the pool is staged full) are
+    // written through: the stack answers as the bottom tier does.
+    std::vector<size_t> through;
+    if (full_pool_staged_.load()) through.swap(rows);
+    else through = hold_back(op, rows);
+
+    // Room in the queue, row by row: a row that does not fit now is
+    // DECLINED, stored nowhere.
+    std::vector<size_t> admitted;
+    for (size_t i : rows) {
+        if (write_back_->reserve(op.rows[i].total)) {
+            admitted.push_back(i);
+            continue;
+        }
+        answers[i] = {KVBLOB_ROW_DECLINED, 0,
+                      "the write=back queue is full (write_back_queue_bytes=" +
+                          std::to_string(write_back_->limit()) + "): try again once it drains",
+                      false};
+    }
+    if (!admitted.empty()) {
+        {
+            std::vector<std::string> keys;
+            for (size_t i : admitted) keys.push_back(op.rows[i].key);
+            std::shared_lock lock(evict_mu_);
+            write_back_->claim(keys);
+        }
+        auto top = put_top(op, admitted, true);
+        Block block;
+        for (size_t k = 0; k < admitted.size(); ++k) {
+            const size_t i = admitted[k];
+            const support::Row &row = op.rows[i];
+            if (top[k].result == KVBLOB_ROW_READY) {
+                block.rows.push_back({row.key, block.reserved, row.total});
+                block.reserved += row.total;
+                answers[i] = {KVBLOB_ROW_READY, 0, {}, false};
+                continue;
+            }
+            write_back_->unreserve(row.total);
+            write_back_->unclaim(row.key);
+            // A full top tier that nothing could be evicted from is a cache
+            // that is skipped: the row is written through below it.
+            if (top[k].result == KVBLOB_ROW_DECLINED && !top[k].refused) through.push_back(i);
+            else answers[i] = std::move(top[k]);
+        }
+        if (!block.rows.empty()) {
+            // The driver's own copy, taken while the caller's access is open.
+            block.bytes.resize(std::max<uint64_t>(block.reserved, 1));
+            for (size_t k = 0, r = 0; k < admitted.size(); ++k) {
+                const size_t i = admitted[k];
+                if (answers[i].result != KVBLOB_ROW_READY || r == block.rows.size() ||
+                    block.rows[r].key != op.rows[i].key)
+                    continue;
+                uint8_t *to = block.bytes.data() + block.rows[r].offset;
+                for (const support::SpanRef &span : op.rows[i].spans) {
+                    if (span.length) std::memcpy(to, span.data, span.length);
+                    to += span.length;
+                }
+                drop(recency_.hold(op.rows[i].key, op.rows[i].total, false));
+                ++r;
+            }
+            write_back_->push(std::move(block));
+        }
+    }
+    if (!through.empty()) write_through(op, through, answers);
+}
+
+std::vector<bool> TieredDriver::write_below(Block &block)
+{
+    const size_t last = tiers_.size() - 1;
+    std::vector<bool> stored(block.rows.size(), false);
+    std::vector<size_t> rows(block.rows.size());
+    std::iota(rows.begin(), rows.end(), size_t{0});
+    auto answers = put_own(last, block, rows);
+    std::vector<size_t> kept;
+    for (size_t k = 0; k < rows.size(); ++k) {
+        if (answers[k].result == KVBLOB_ROW_READY) {
+            stored[k] = true;
+            recency_.written_below(block.rows[k].key);
+            kept.push_back(k);
+            continue;
+        }
+        log(KVBLOB_LOG_WARN, "write=back: a row was not written below (" +
+                                 std::string(kvblob_row_result_name(answers[k].result)) + "): " + answers[k].message);
+    }
+    // The tiers between, bottom up, as caches: only what the bottom stored.
+    for (size_t t = last; t-- > 1 && !kept.empty();) {
+        auto cached = put_own(t, block, kept);
+        for (size_t k = 0; k < kept.size(); ++k) {
+            const auto r = cached[k].result;
+            if (r == KVBLOB_ROW_READY || r == KVBLOB_ROW_DECLINED) continue;
+            log(KVBLOB_LOG_WARN, "write=back: a row stored below was not cached: " + cached[k].message);
+        }
+    }
+    return stored;
+}
+
+std::vector<TierAnswer> TieredDriver::put_own(size_t t, Block &block, const std::vector<size_t> &rows)
+{
+    Tier &tier = tiers_[t];
+    std::vector<TierAnswer> out(rows.size());
+    const auto fail_all = [&](const std::string &why) {
+        for (auto &a : out) a = {KVBLOB_ROW_FAULT, 0, why, true};
+        return out;
+    };
+    kvblob::Region region;
+    try {
+        region = tier.handle->register_region(
+            {sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, block.bytes.data(), block.bytes.size(), 0, 0});
+    } catch (const std::exception &e) {
+        return fail_all(tier.label() + " refused the write=back copy's region: " +
+                        kvblob::without_secrets(e.what(), tier.secrets));
+    }
+    kvblob::Batch batch;
+    for (size_t k : rows)
+        batch.row(block.rows[k].key, {kvblob::make_span(region.handle(), block.rows[k].offset, block.rows[k].length)});
+    std::optional<kvblob::Operation> tier_op;
+    try {
+        tier_op.emplace(tier.handle->submit(kvblob::OpKind::put, batch.get()));
+    } catch (const std::exception &e) {
+        return fail_all(tier.label() + " refused the put: " + kvblob::without_secrets(e.what(), tier.secrets));
+    }
+    while (!tier_op->wait(std::chrono::hours(1))) {
+    }
+    const auto results = tier_op->results();
+    for (size_t k = 0; k < rows.size(); ++k) {
+        out[k].result = results[k].result;
+        out[k].code = results[k].driver_code;
+        if (results[k].result != KVBLOB_ROW_READY)
+            out[k].message = tier.label() + ": " + kvblob::without_secrets(tier_op->message(k), tier.secrets);
+    }
+    if (tier_op->access() == KVBLOB_ACCESS_UNPROVABLE) {
+        // The tier may touch the copy for good: it is never freed.
+        std::lock_guard lock(kept_mu_);
+        kept_for_good_.push_back(std::move(block.bytes));
+        block.bytes.clear();
+    }
+    return out;
+}
+
+// ---- the top tier's capacity ----------------------------------------------------
+
+std::vector<TierAnswer> TieredDriver::put_top(TieredOp &op, const std::vector<size_t> &rows, bool cancellable)
+{
+    const auto total = [&](const std::vector<size_t> &of) {
+        uint64_t n = 0;
+        for (size_t i : of) n += op.rows[i].total;
+        return n;
+    };
+    if (const uint64_t over = recency_.over_budget(total(rows))) evict(over);
+    std::vector<TierAnswer> out;
+    std::vector<size_t> asked = rows;
+    if (recency_.has_budget() && recency_.over_budget(total(rows))) {
+        // Still over (nothing more to evict): the rows that fit go, the
+        // rest are the budget's DECLINED.
+        asked.clear();
+        std::vector<bool> fits(rows.size(), false);
+        uint64_t sum = 0;
+        for (size_t k = 0; k < rows.size(); ++k)
+            if (!recency_.over_budget(sum + op.rows[rows[k]].total)) {
+                sum += op.rows[rows[k]].total;
+                fits[k] = true;
+                asked.push_back(rows[k]);
+            }
+        out.assign(rows.size(), {});
+        auto got = asked.empty() ? std::vector<TierAnswer>{} : ask(op, 0, kvblob::OpKind::put, asked, cancellable);
+        for (size_t k = 0, j = 0; k < rows.size(); ++k)
+            out[k] = fits[k] ? std::move(got[j++])
+                             : TierAnswer{KVBLOB_ROW_DECLINED, 0,
+                                          tiers_[0].label() + ": over top_bytes=" +
+                                              std::to_string(recency_.budget()) + ", nothing left to evict",
+                                          false};
+    } else {
+        out = ask(op, 0, kvblob::OpKind::put, rows, cancellable);
+    }
+    // Rows the tier DECLINED (full): evict what is held below, ask again.
+    for (int round = 0; round < 4; ++round) {
+        std::vector<size_t> again, at;
+        for (size_t k = 0; k < rows.size(); ++k)
+            if (out[k].result == KVBLOB_ROW_DECLINED && !out[k].refused &&
+                std::find(asked.begin(), asked.end(), rows[k]) != asked.end()) {
+                again.push_back(rows[k]);
+                at.push_back(k);
+            }
+        if (again.empty() || !evict(total(again))) break;
+        auto retry = ask(op, 0, kvblob::OpKind::put, again, false);
+        for (size_t j = 0; j < at.size(); ++j) out[at[j]] = std::move(retry[j]);
+    }
+    return out;
+}
+
+bool TieredDriver::evict(uint64_t bytes)
+{
+    if (!tiers_[0].handle->has(KVBLOB_CAP_REMOVE)) return false;
+    return drop(recency_.take_victims(bytes)) > 0;
+}
+
+size_t TieredDriver::drop(std::vector<std::string> victims)
+{
+    if (victims.empty()) return 0;
+    std::unique_lock lock(evict_mu_);
+    if (write_back_)  // claimed again since it was written below: not a victim now
+        victims.erase(std::remove_if(victims.begin(), victims.end(),
+                                     [&](const std::string &k) { return write_back_->pending(k); }),
+                      victims.end());
+    return remove_from_top(std::move(victims));
+}
+
+size_t TieredDriver::remove_from_top(std::vector<std::string> keys)
+{
+    if (keys.empty() || !tiers_[0].handle->has(KVBLOB_CAP_REMOVE)) return 0;
+    Tier &tier = tiers_[0];
+    size_t removed = 0;
+    const size_t per_op = std::max<uint64_t>(1, tier.handle->caps().max_rows_per_op);
+    for (size_t first = 0; first < keys.size(); first += per_op) {
+        kvblob::Batch batch;
+        const size_t end = std::min(keys.size(), first + per_op);
+        for (size_t k = first; k < end; ++k) batch.row(keys[k]);
+        try {
+            kvblob::Operation op = tier.handle->submit(kvblob::OpKind::remove, batch.get());
+            while (!op.wait(std::chrono::hours(1))) {
+            }
+            const auto r = op.results();
+            for (size_t k = 0; k < r.size(); ++k)
+                if (r[k].result == KVBLOB_ROW_READY || r[k].result == KVBLOB_ROW_MISS) ++removed;
+        } catch (const std::exception &e) {
+            log(KVBLOB_LOG_WARN, tier.label() + " refused an eviction: " +
+                                     kvblob::without_secrets(e.what(), tier.secrets));
+        }
+    }
+    log(KVBLOB_LOG_DEBUG, "evicted " + std::to_string(removed) + " least recently used object(s) from " +
+                              tier.label());
+    return removed;
 }
 
 }  // namespace kvblob::tiered

@@ -15,11 +15,15 @@
 #include <kvblob/support/driver_base.hpp>
 #include <kvblob/support/work_queue.hpp>
 
+#include "recency.hpp"
+#include "write_back.hpp"
+
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -57,6 +61,15 @@ struct LogForward {
     void line(size_t tier, const std::string &driver, kvblob_log_level level, const std::string &text);
 };
 
+// The tiered driver's own options (plugin.cpp's table).
+struct Settings {
+    bool write_back = false;             // write=back; write=through otherwise
+    uint64_t write_back_queue_bytes = 0;  // write=back: the queue's limit
+    uint64_t top_bytes = 0;              // the top tier's byte budget (0: none)
+    size_t lru_keys = 0;                 // keys the recency record holds at most
+    unsigned workers = 1;
+};
+
 struct Tier {
     size_t index = 0;
     std::string driver;                // the name it was given (tier.N.driver)
@@ -70,6 +83,10 @@ class TieredDriver : public support::DriverBase {
 public:
     static std::unique_ptr<TieredDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
     ~TieredDriver() override;
+
+    // The drain slot: every operation (DriverBase::drain), then, in
+    // write=back, every queued row written below, within the one timeout.
+    kvblob_status drain_everything(uint64_t timeout_ns);
 
     // The unregister_region slot: every tier's registration first, BUSY
     // when any tier refuses (its registration, and the memory, stay).
@@ -104,11 +121,33 @@ protected:
 
 private:
     TieredDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *host, std::vector<Tier> tiers,
-                 std::shared_ptr<LogForward> forward, unsigned workers);
+                 std::shared_ptr<LogForward> forward, const Settings &settings);
 
     void run(TieredOp &op);
     void run_get(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
     void run_put(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
+    // write=through: the last tier first, its answer the row's; then each
+    // tier above, bottom up, as a cache.
+    void write_through(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
+    // write=back: the top tier's answer is the row's; a stored row is copied
+    // into the write-back queue. A row the top tier DECLINED even after
+    // eviction is written through instead.
+    void write_back(TieredOp &op, std::vector<size_t> rows, std::vector<TierAnswer> &answers);
+    // A put of rows into the top tier, making room first for the byte
+    // budget and, where the tier DECLINES, by evicting least recently used
+    // objects held below, then asking again.
+    std::vector<TierAnswer> put_top(TieredOp &op, const std::vector<size_t> &rows, bool cancellable);
+    // Evicts least recently used objects safely held below, bytes of them
+    // at least (fewer when there are not enough): true when any went.
+    bool evict(uint64_t bytes);
+    // Evicts victims the recency record let go of (evict_mu_ held, keys
+    // claimed by a write=back put left out); how many went.
+    size_t drop(std::vector<std::string> victims);
+    size_t remove_from_top(std::vector<std::string> keys);
+    // The write=back queue's writer: block into every tier below the top,
+    // bottom first; per row, whether the bottom tier stored it.
+    std::vector<bool> write_below(Block &block);
+    std::vector<TierAnswer> put_own(size_t t, Block &block, const std::vector<size_t> &rows);
     void run_probe(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
     void run_remove(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
     void promote(TieredOp &op, const std::vector<size_t> &rows, const std::vector<int> &ready_tier);
@@ -131,6 +170,25 @@ private:
 
     std::vector<Tier> tiers_;
     std::shared_ptr<LogForward> forward_;
+    const Settings settings_;
+
+    // The top tier's keys, least recently used first (recency.hpp).
+    Recency recency_;
+    // Held exclusively while an eviction picks and removes its victims,
+    // shared while a write=back put claims its keys: a key claimed is never
+    // taken, and a key taken is removed before the put that claims it next
+    // stores it again.
+    std::shared_mutex evict_mu_;
+    // write=back's queue, or null; stopped (finish) once, at close.
+    std::unique_ptr<WriteBack> write_back_;
+    bool write_back_finished_ = false;
+    // Memory of blocks a tier kept access to for good (R-REG-2).
+    std::mutex kept_mu_;
+    std::vector<std::vector<uint8_t>> kept_for_good_;
+    // write=back: stage_full_pool is staged below, so puts are written
+    // through (the stack answers as the bottom tier does) until
+    // release_staged.
+    std::atomic<bool> full_pool_staged_{false};
 
     // Which kvblob.scenarios/1 slots this driver offers (bits of
     // tiered_driver.cpp's Hook), fixed at open.

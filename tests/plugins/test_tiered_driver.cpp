@@ -1,15 +1,19 @@
 // The tiered driver (plugins/tiered): its options, fall-through and
-// promotion of gets, write-through puts, a full top tier, tiers that refuse
-// to open. What each tier holds is read by opening that tier's store
-// directly (the memory driver with the same store name, the file driver on
-// the same root).
+// promotion of gets, write-through and write=back puts, eviction of the
+// least recently used objects from a full top tier, tiers that refuse to
+// open. What each tier holds is read by opening that tier's store directly
+// (the memory driver with the same store name, the file driver on the same
+// root, a Redis driver on the same server).
 #include <doctest/doctest.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "plugins/driver_harness.hpp"
+#include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
 using kvblob::OpKind;
@@ -38,6 +42,34 @@ std::string refusal_of(const kvblob::Options &options)
 }
 
 bool holds(DriverHarness &h, const std::string &key) { return h.one(OpKind::probe, key) == KVBLOB_ROW_READY; }
+
+// A driver's log lines, kept for a test to read after the driver closed.
+struct Lines {
+    std::mutex mu;
+    std::vector<std::string> lines;
+    kvblob::LogSink sink()
+    {
+        return [this](kvblob_log_level, const std::string &line) {
+            std::lock_guard lock(mu);
+            lines.push_back(line);
+        };
+    }
+    bool any(const std::string &text)
+    {
+        std::lock_guard lock(mu);
+        for (const auto &l : lines)
+            if (l.find(text) != std::string::npos) return true;
+        return false;
+    }
+};
+
+// The bytes under key in h's store, or empty when it is not READY there.
+std::vector<uint8_t> stored(DriverHarness &h, const std::string &key, size_t size)
+{
+    auto b = h.buffer(size);
+    if (h.one(OpKind::get, key, {make_span(b.handle(), 0, size)}) != KVBLOB_ROW_READY) return {};
+    return b.bytes;
+}
 
 }  // namespace
 
@@ -233,4 +265,249 @@ TEST_CASE("tiered: a tier's secret option is never repeated, in a refusal or a l
     }
     std::lock_guard lock(mu);
     for (const auto &line : lines) CHECK(line.find(secret) == std::string::npos);
+}
+
+// ---- write=back ---------------------------------------------------------------
+
+TEST_CASE("tiered: write=back puts are READY from the top tier, and drain writes them below")
+{
+    TempDir root("kvblob-tiered");
+    const std::string store = unique_store("tiered-back");
+    DriverHarness tiered("tiered", memory_over_file(store, root.path(), {{"write", "back"}}));
+    CHECK_FALSE(tiered.driver().has(KVBLOB_CAP_DEVICE_MEMORY));  // the queue copies with the CPU
+    auto src = tiered.buffer(3 * 4096);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 41);
+    Batch put;
+    for (int r = 0; r < 3; ++r) put.row("wb/" + std::to_string(r), {make_span(src.handle(), r * 4096, 4096)});
+    for (const auto &row : tiered.run(OpKind::put, put)) CHECK(row.result == KVBLOB_ROW_READY);
+
+    DriverHarness top("memory", {{"store", store}});
+    for (int r = 0; r < 3; ++r) CHECK(holds(top, "wb/" + std::to_string(r)));
+    // Read back through the stack at once (from the top tier).
+    auto dst = tiered.buffer(4096);
+    CHECK(tiered.one(OpKind::get, "wb/1", {make_span(dst.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
+    CHECK(std::equal(dst.bytes.begin(), dst.bytes.end(), src.bytes.begin() + 4096));
+
+    REQUIRE(tiered.driver().drain(std::chrono::seconds(120)) == KVBLOB_OK);
+    DriverHarness file("file", {{"root", root.path()}});
+    for (int r = 0; r < 3; ++r) {
+        const auto bytes = stored(file, "wb/" + std::to_string(r), 4096);
+        REQUIRE(bytes.size() == 4096);
+        CHECK(std::equal(bytes.begin(), bytes.end(), src.bytes.begin() + r * 4096));
+    }
+}
+
+TEST_CASE("tiered: write=back rows still queued at close are written below before it returns")
+{
+    TempDir root("kvblob-tiered");
+    std::vector<uint8_t> pattern(8192);
+    fill_pattern(pattern.data(), pattern.size(), 43);
+    Lines log;
+    {
+        auto plugin = kvblob::Plugin::load("tiered");
+        auto d = plugin.open(memory_over_file(unique_store("tiered-back-close"), root.path(), {{"write", "back"}}),
+                             log.sink());
+        auto region = d.register_region({sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, pattern.data(),
+                                         pattern.size(), 0, 0});
+        Batch put;
+        put.row("wbc/a", {make_span(region.handle(), 0, 4096)}).row("wbc/b", {make_span(region.handle(), 4096, 4096)});
+        auto op = d.submit(OpKind::put, put.get());
+        REQUIRE(op.wait(std::chrono::seconds(60)));
+        for (const auto &row : op.results()) CHECK(row.result == KVBLOB_ROW_READY);
+    }  // the driver goes: drain, then close
+    CHECK(log.any("write=back at close: 2 row(s) written below, 0 row(s) not written below"));
+    DriverHarness file("file", {{"root", root.path()}});
+    const auto a = stored(file, "wbc/a", 4096), b = stored(file, "wbc/b", 4096);
+    REQUIRE(a.size() == 4096);
+    REQUIRE(b.size() == 4096);
+    CHECK(std::equal(a.begin(), a.end(), pattern.begin()));
+    CHECK(std::equal(b.begin(), b.end(), pattern.begin() + 4096));
+}
+
+TEST_CASE("tiered: a write=back row the bottom tier refuses is logged and counted at close, and stays in the top tier")
+{
+    const std::string top_store = unique_store("tiered-back-fail-top"), bottom_store = unique_store("tiered-back-fail");
+    // The bottom tier is a memory store too small for the row: it DECLINES.
+    const kvblob::Options options{{"tier.0.driver", "memory"}, {"tier.0.store", top_store},
+                                  {"tier.1.driver", "memory"}, {"tier.1.store", bottom_store},
+                                  {"tier.1.capacity", "1K"},   {"write", "back"}};
+    std::vector<uint8_t> pattern(4096);
+    fill_pattern(pattern.data(), pattern.size(), 47);
+    // Opened first, it keeps the top store alive past the tiered driver's
+    // close (a memory store lives while a driver holds it).
+    DriverHarness top("memory", {{"store", top_store}});
+    Lines log;
+    {
+        auto plugin = kvblob::Plugin::load("tiered");
+        auto d = plugin.open(options, log.sink());
+        auto region = d.register_region({sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, pattern.data(),
+                                         pattern.size(), 0, 0});
+        Batch put;
+        put.row("wbf/a", {make_span(region.handle(), 0, 4096)});
+        auto op = d.submit(OpKind::put, put.get());
+        REQUIRE(op.wait(std::chrono::seconds(60)));
+        CHECK(op.results()[0].result == KVBLOB_ROW_READY);
+        REQUIRE(d.drain(std::chrono::seconds(120)) == KVBLOB_OK);
+        CHECK(log.any("write=back: a row was not written below (DECLINED)"));
+    }
+    CHECK(log.any("write=back at close: 0 row(s) written below, 1 row(s) not written below"));
+    DriverHarness bottom("memory", {{"store", bottom_store}});
+    CHECK_FALSE(holds(bottom, "wbf/a"));
+    CHECK(stored(top, "wbf/a", 4096) == pattern);  // the only copy: never evicted, never dropped
+}
+
+TEST_CASE("tiered: past write_back_queue_bytes a write=back put's row is DECLINED and stored nowhere")
+{
+    TempDir root("kvblob-tiered");
+    const std::string store = unique_store("tiered-back-queue");
+    DriverHarness tiered("tiered",
+                         memory_over_file(store, root.path(), {{"write", "back"}, {"write_back_queue_bytes", "8K"}}));
+    CHECK(tiered.driver().caps().max_object_bytes <= 8192);  // no row larger than the queue
+    auto src = tiered.buffer(3 * 4096, 0x5a);
+    // One put reserves room for its rows in order before any is written
+    // below: the third does not fit.
+    Batch put;
+    for (int r = 0; r < 3; ++r) put.row("wbq/" + std::to_string(r), {make_span(src.handle(), r * 4096, 4096)});
+    auto op = tiered.submit(OpKind::put, put);
+    REQUIRE(op.wait(std::chrono::seconds(60)));
+    const auto results = op.results();
+    CHECK(results[0].result == KVBLOB_ROW_READY);
+    CHECK(results[1].result == KVBLOB_ROW_READY);
+    CHECK(results[2].result == KVBLOB_ROW_DECLINED);
+    CHECK(op.message(2).find("write_back_queue_bytes") != std::string::npos);
+    REQUIRE(tiered.driver().drain(std::chrono::seconds(120)) == KVBLOB_OK);
+    DriverHarness top("memory", {{"store", store}});
+    DriverHarness file("file", {{"root", root.path()}});
+    CHECK(holds(file, "wbq/0"));
+    CHECK(holds(file, "wbq/1"));
+    CHECK_FALSE(holds(top, "wbq/2"));
+    CHECK_FALSE(holds(file, "wbq/2"));
+}
+
+namespace {
+
+const char *single_redis_url()
+{
+    const char *url = std::getenv("KVBLOB_REDIS_URL");
+    return url && *url && std::string(url).find(',') == std::string::npos ? url : nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("tiered: write=back over a stopped Redis server is READY from the top tier, and written below once it runs")
+{
+    if (!single_redis_url()) {
+        MESSAGE("skipped: needs one server in KVBLOB_REDIS_URL (run through tests/redis/with_redis.sh single)");
+        return;
+    }
+    const std::string url = single_redis_url();
+    const std::string port = url.substr(url.rfind(':') + 1);
+    const std::string info = run_command("redis-cli -p " + port + " info server").output;
+    const auto at = info.find("process_id:");
+    REQUIRE(at != std::string::npos);
+    const auto pid = static_cast<pid_t>(std::stol(info.substr(at + 11)));
+
+    const std::string store = unique_store("tiered-back-redis");
+    const std::string key = "tiered-wb-redis/" + store;
+    DriverHarness tiered("tiered", {{"tier.0.driver", "memory"}, {"tier.0.store", store}, {"tier.1.driver", "redis"},
+                                    {"tier.1.url", url}, {"tier.1.command_timeout_ms", "300000"}, {"write", "back"}});
+    auto src = tiered.buffer(4096);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 53);
+    REQUIRE(::kill(pid, SIGSTOP) == 0);
+    kvblob_row_result result = KVBLOB_ROW_PENDING;
+    {
+        // The server cannot have stored anything until it is continued.
+        Batch put;
+        put.row(key, {make_span(src.handle(), 0, 4096)});
+        auto op = tiered.submit(OpKind::put, put);
+        const bool final = op.wait(std::chrono::seconds(60));
+        if (final) result = op.results()[0].result;
+        ::kill(pid, SIGCONT);
+        REQUIRE(final);
+    }
+    CHECK(result == KVBLOB_ROW_READY);
+    DriverHarness top("memory", {{"store", store}});
+    CHECK(holds(top, key));
+    REQUIRE(tiered.driver().drain(std::chrono::seconds(240)) == KVBLOB_OK);
+    DriverHarness redis("redis", {{"url", url}});
+    CHECK(stored(redis, key, 4096) == src.bytes);
+    CHECK(redis.one(OpKind::remove, key) == KVBLOB_ROW_READY);
+}
+
+// ---- eviction ------------------------------------------------------------------
+
+TEST_CASE("tiered: a full top tier evicts its least recently used objects, and the hot key stays in it")
+{
+    TempDir root("kvblob-tiered");
+    const std::string store = unique_store("tiered-lru");
+    // Room for about ten 4 KiB objects (and their trailers) in the top tier.
+    DriverHarness tiered("tiered", memory_over_file(store, root.path(), {{"tier.0.capacity", "40K"}}));
+    auto src = tiered.buffer(4096);
+    auto dst = tiered.buffer(4096);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 59);
+    REQUIRE(tiered.one(OpKind::put, "lru/hot", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
+    constexpr int cold = 30;
+    for (int c = 0; c < cold; ++c) {
+        REQUIRE(tiered.one(OpKind::put, "lru/cold-" + std::to_string(c), {make_span(src.handle(), 0, 4096)}) ==
+                KVBLOB_ROW_READY);
+        // Served by the top tier: no "from tier 1" in its message.
+        Batch get;
+        get.row("lru/hot", {make_span(dst.handle(), 0, 4096)});
+        auto op = tiered.submit(OpKind::get, get);
+        REQUIRE(op.wait(std::chrono::seconds(60)));
+        REQUIRE(op.results()[0].result == KVBLOB_ROW_READY);
+        CHECK_MESSAGE(op.message(0).empty(), "after cold key ", c, ": ", op.message(0));
+    }
+    DriverHarness top("memory", {{"store", store}});
+    DriverHarness file("file", {{"root", root.path()}});
+    CHECK(holds(top, "lru/hot"));
+    // The newest is cached (a plain full memory tier would have DECLINED
+    // it), the oldest evicted; every one is whole below.
+    CHECK(holds(top, "lru/cold-" + std::to_string(cold - 1)));
+    CHECK_FALSE(holds(top, "lru/cold-0"));
+    int in_top = 0;
+    for (int c = 0; c < cold; ++c) {
+        CHECK(holds(file, "lru/cold-" + std::to_string(c)));
+        in_top += holds(top, "lru/cold-" + std::to_string(c)) ? 1 : 0;
+    }
+    CHECK(in_top < 10);
+    CHECK(stored(top, "lru/hot", 4096) == src.bytes);
+}
+
+TEST_CASE("tiered: top_bytes bounds what the top tier holds, least recently used out first")
+{
+    TempDir root("kvblob-tiered");
+    const std::string store = unique_store("tiered-budget");
+    DriverHarness tiered("tiered", memory_over_file(store, root.path(), {{"top_bytes", "16K"}}));
+    auto src = tiered.buffer(4096, 0x33);
+    for (int k = 0; k < 8; ++k)
+        REQUIRE(tiered.one(OpKind::put, "budget/" + std::to_string(k), {make_span(src.handle(), 0, 4096)}) ==
+                KVBLOB_ROW_READY);
+    DriverHarness top("memory", {{"store", store}});
+    int in_top = 0;
+    for (int k = 0; k < 8; ++k) in_top += holds(top, "budget/" + std::to_string(k)) ? 1 : 0;
+    CHECK(in_top == 4);
+    CHECK(holds(top, "budget/7"));
+    CHECK_FALSE(holds(top, "budget/0"));
+}
+
+TEST_CASE("tiered: eviction never takes a write=back object the bottom tier does not hold")
+{
+    const std::string top_store = unique_store("tiered-lru-back-top"), bottom_store = unique_store("tiered-lru-back");
+    // The top tier holds two 4 KiB objects; the bottom tier none (it
+    // DECLINES every row), so nothing the top holds is held below.
+    DriverHarness tiered("tiered", {{"tier.0.driver", "memory"}, {"tier.0.store", top_store},
+                                    {"tier.0.capacity", "9K"}, {"tier.1.driver", "memory"},
+                                    {"tier.1.store", bottom_store}, {"tier.1.capacity", "1K"}, {"write", "back"}});
+    auto src = tiered.buffer(4096);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 61);
+    CHECK(tiered.one(OpKind::put, "lrub/a", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
+    CHECK(tiered.one(OpKind::put, "lrub/b", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
+    // Full, and neither is held below: the third is written through, and
+    // the bottom tier's DECLINED is its answer.
+    CHECK(tiered.one(OpKind::put, "lrub/c", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_DECLINED);
+    DriverHarness top("memory", {{"store", top_store}});
+    CHECK(stored(top, "lrub/a", 4096) == src.bytes);
+    CHECK(stored(top, "lrub/b", 4096) == src.bytes);
+    CHECK_FALSE(holds(top, "lrub/c"));
 }

@@ -24,6 +24,151 @@ py::dict capabilities_of(const kvblob_caps_t &caps)
 
 namespace {
 
+// Reads Python rows into the batch a submit hands the host: each row's key
+// and spans appended to the thread's scratch vectors (SubmitScratch), each
+// span's region added to the operation's, once per change of region.
+class BatchReader {
+public:
+    BatchReader(OpKind kind, PyOperation &op, SubmitScratch::Lease &scratch)
+        : moves_bytes_(kind == OpKind::put || kind == OpKind::get),
+          shape_(moves_bytes_ ? "(key, region, offset, length) or (key, [(region, offset, length), ...])"
+                              : "a key (bytes or str)"),
+          op_(op), keys_(scratch->keys), out_(scratch->rows), spans_(scratch->spans)
+    {
+    }
+
+    void reserve(size_t rows)
+    {
+        keys_.reserve(rows);
+        out_.reserve(rows);
+        if (moves_bytes_) spans_.reserve(rows);
+    }
+
+    void add_row(const py::handle &row)
+    {
+        // The usual row, (key, region, offset, length) in a tuple: read in place.
+        if (moves_bytes_ && PyTuple_CheckExact(row.ptr()) && PyTuple_GET_SIZE(row.ptr()) == 4) {
+            add_key(PyTuple_GET_ITEM(row.ptr(), 0));
+            add_span(PyTuple_GET_ITEM(row.ptr(), 1), PyTuple_GET_ITEM(row.ptr(), 2), PyTuple_GET_ITEM(row.ptr(), 3));
+            ++index_;
+            return;
+        }
+        if (!moves_bytes_ || PyBytes_Check(row.ptr()) || PyUnicode_Check(row.ptr())) {
+            if (is_fields(row) && Fields(row).size() == 1) add_key(Fields(row)[0]);
+            else if (PyBytes_Check(row.ptr()) || PyUnicode_Check(row.ptr())) add_key(row);
+            else bad_row(index_, "R-ADM-4", std::string("expected ") + shape_ + ", got a " + type_name(row));
+            ++index_;
+            return;
+        }
+        add_fields(row);
+        ++index_;
+    }
+
+    // The batch, once every row is read: each row points at its own spans.
+    kvblob_batch_t batch()
+    {
+        size_t first = 0;
+        for (auto &row : out_) {
+            row.spans = row.span_count ? spans_.data() + first : nullptr;
+            first += row.span_count;
+        }
+        return kvblob_batch_t{sizeof(kvblob_batch_t), 0, out_.data(), out_.size(), nullptr};
+    }
+
+private:
+    // A row given as fields: (key,), (key, region, offset, length) or
+    // (key, [(region, offset, length), ...]).
+    void add_fields(const py::handle &row)
+    {
+        if (!is_fields(row)) bad_row(index_, "R-ADM-6", std::string("expected ") + shape_ + ", got a " + type_name(row));
+        const Fields t(row);
+        if (t.size() == 0) bad_row(index_, "R-ADM-6", std::string("expected ") + shape_ + ", got an empty " + type_name(row));
+        add_key(t[0]);
+        if (t.size() == 4) {
+            add_span(t[1], t[2], t[3]);
+        } else if (t.size() == 2) {
+            const py::object list = t[1];
+            if (!is_fields(list))
+                bad_row(index_, "R-ADM-6", "the spans must be a list of (region, offset, length), not a " + type_name(list));
+            for (const auto &sp : list) {
+                if (!is_fields(sp) || py::len(sp) != 3)
+                    bad_row(index_, "R-ADM-6", "a span is (region, offset, length), not " + std::string(py::repr(sp)));
+                const Fields st(sp);
+                add_span(st[0], st[1], st[2]);
+            }
+        } else if (t.size() != 1) {
+            bad_row(index_, "R-ADM-6", std::string("expected ") + shape_ + ", got " + std::to_string(t.size()) + " fields");
+        }
+    }
+
+    void add_key(const py::handle &key)
+    {
+        const std::string_view bytes = key_view(key, index_);
+        keys_.push_back(py::reinterpret_borrow<py::object>(key));
+        out_.push_back({sizeof(kvblob_row_t), 0, reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), nullptr});
+    }
+
+    // Span after span mostly names the same region: it is looked up (and
+    // added to the operation's) only when it changes. The last one is held
+    // here, so that no other object can take its address meanwhile.
+    void add_span(const py::handle &region, const py::handle &offset, const py::handle &length)
+    {
+        if (!region.is(last_region_)) {
+            const std::shared_ptr<PyRegion> *r =
+                region_instances.holds(region.ptr()) ? region_instances.holder(region.ptr()) : nullptr;
+            if (!r || !*r)
+                bad_row(index_, "R-ADM-6",
+                        "a span's region must be a kvblob.Region (from Driver.register), not " + type_name(region));
+            if (std::find(op_.regions.begin(), op_.regions.end(), *r) == op_.regions.end()) op_.regions.push_back(*r);
+            last_region_ = py::reinterpret_borrow<py::object>(region);
+            region_of_last_ = r->get();
+        }
+        if (!region_of_last_->region) bad_row(index_, "R-ADM-6", "a span names a region that was closed");
+        const uint64_t off = span_number(offset, index_, "offset"), len = span_number(length, index_, "length");
+        spans_.push_back(make_span(region_of_last_->region.handle(), off, len));
+        ++out_.back().span_count;
+    }
+
+    const bool moves_bytes_;
+    const char *const shape_;
+    PyOperation &op_;
+    std::vector<py::object> &keys_;  // alive until submit returns: the rows point into them
+    std::vector<kvblob_row_t> &out_;
+    std::vector<kvblob_span_t> &spans_;  // every row's, in order; a row's count is its span_count
+    size_t index_ = 0;
+    py::object last_region_;
+    PyRegion *region_of_last_ = nullptr;
+};
+
+}  // namespace
+
+// The rows read into the batch (BatchReader), the host asked without the GIL.
+std::shared_ptr<PyOperation> PyDriver::submit(OpKind kind, py::handle rows)
+{
+    auto op = std::make_shared<PyOperation>();
+    op->driver_serial = serial;
+    SubmitScratch::Lease scratch;
+    BatchReader reader(kind, *op, scratch);
+    if (PyList_CheckExact(rows.ptr()) || PyTuple_CheckExact(rows.ptr())) {
+        reader.reserve(Py_SIZE(rows.ptr()));
+        // Each row held while read: an __index__ of its own may change the list.
+        for (Py_ssize_t i = 0; i < Py_SIZE(rows.ptr()); ++i)
+            reader.add_row(py::reinterpret_borrow<py::object>(PySequence_Fast_GET_ITEM(rows.ptr(), i)));
+    } else {
+        for (const auto &row : rows) reader.add_row(row);
+    }
+    const kvblob_batch_t batch = reader.batch();
+    Driver &d = get();
+    {
+        py::gil_scoped_release nogil;
+        op->op = d.submit(kind, batch);
+    }
+    operations.add(op);
+    return op;
+}
+
+namespace {
+
 // put, get, probe and remove: an engine calls one per batch, so each is a
 // CPython method of its own (METH_O) rather than a pybind function, whose
 // dispatch would cost more than reading a batch of rows does.

@@ -1,0 +1,70 @@
+// The tiered driver's own record of what its top tier holds, least recently
+// used first: the keys it put or promoted there and the gets it answered
+// from there. Eviction takes its victims from here and removes them through
+// the top tier's remove, so a hot set stays in memory where a plain memory
+// tier would DECLINE the next put.
+//
+// Only a key safely held below is a victim: one the tiered driver wrote
+// through (bottom first), promoted from below, or whose write=back copy the
+// bottom tier stored. A write=back key not yet stored below, or never (its
+// write failed), stays until it is written or removed.
+//
+// Bounded: at most max_keys keys are recorded. Past that, the oldest
+// evictable keys are handed back as victims; when none is evictable the
+// oldest record is dropped (its object stays in the tier, no longer a
+// candidate), so the record never grows past max_keys.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kvblob::tiered {
+
+class Recency {
+public:
+    // budget: bytes the top tier may hold by this record (0: no budget,
+    // eviction only when the tier DECLINES).
+    Recency(size_t max_keys, uint64_t budget) : max_keys_(max_keys ? max_keys : 1), budget_(budget) {}
+
+    // key is in the top tier now, bytes long, most recently used. below:
+    // safely held below. Returns victims the key count pushed out.
+    std::vector<std::string> hold(const std::string &key, uint64_t bytes, bool below);
+    // A get was answered from the top tier: key is most recently used
+    // (recorded as hold(key, bytes, below_unknown) if it was not).
+    std::vector<std::string> touch(const std::string &key, uint64_t bytes, bool below_unknown);
+    // The bottom tier stored key's write=back copy: it may be evicted now.
+    void written_below(const std::string &key);
+    void forget(const std::string &key);
+    // Least recently used keys safely held below, oldest first, whose bytes
+    // add up to at least bytes (fewer when there are not enough), taken out
+    // of the record: the caller removes them from the tier.
+    std::vector<std::string> take_victims(uint64_t bytes);
+    // How many bytes must go before `incoming` more fit in the budget (0
+    // without a budget or when they fit).
+    uint64_t over_budget(uint64_t incoming) const;
+    bool has_budget() const { return budget_ != 0; }
+    uint64_t budget() const { return budget_; }
+    size_t size() const;
+
+private:
+    struct Entry {
+        uint64_t bytes = 0;
+        bool below = false;
+        std::list<std::string>::iterator at;  // in order_
+    };
+    void erase(std::unordered_map<std::string, Entry>::iterator it);
+    std::vector<std::string> trim();  // under mu_: back to max_keys
+
+    const size_t max_keys_;
+    const uint64_t budget_;
+    mutable std::mutex mu_;
+    std::list<std::string> order_;  // least recent at the front
+    std::unordered_map<std::string, Entry> entries_;
+    uint64_t bytes_ = 0;
+};
+
+}  // namespace kvblob::tiered

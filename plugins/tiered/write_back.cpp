@@ -1,0 +1,125 @@
+#include "write_back.hpp"
+
+namespace kvblob::tiered {
+
+WriteBack::WriteBack(uint64_t limit, Writer writer) : limit_(limit), writer_(std::move(writer))
+{
+    thread_ = std::thread([this] { loop(); });
+}
+
+bool WriteBack::reserve(uint64_t bytes)
+{
+    std::lock_guard lock(mu_);
+    if (bytes > limit_ || used_ > limit_ - bytes) return false;
+    used_ += bytes;
+    return true;
+}
+
+void WriteBack::unreserve(uint64_t bytes)
+{
+    {
+        std::lock_guard lock(mu_);
+        used_ -= bytes;
+    }
+    done_cv_.notify_all();
+}
+
+void WriteBack::claim(const std::vector<std::string> &keys)
+{
+    std::lock_guard lock(mu_);
+    for (const auto &k : keys) ++pending_[k];
+}
+
+void WriteBack::unclaim(const std::string &key)
+{
+    {
+        std::lock_guard lock(mu_);
+        auto it = pending_.find(key);
+        if (it != pending_.end() && --it->second == 0) pending_.erase(it);
+    }
+    done_cv_.notify_all();
+}
+
+void WriteBack::push(Block block)
+{
+    {
+        std::lock_guard lock(mu_);
+        queue_.push_back(std::move(block));
+    }
+    work_cv_.notify_one();
+}
+
+bool WriteBack::pending(const std::string &key) const
+{
+    std::lock_guard lock(mu_);
+    return pending_.count(key) != 0;
+}
+
+void WriteBack::settle(const std::vector<std::string> &keys)
+{
+    std::unique_lock lock(mu_);
+    done_cv_.wait(lock, [&] {
+        for (const auto &k : keys)
+            if (pending_.count(k)) return false;
+        return true;
+    });
+}
+
+bool WriteBack::wait_empty(std::chrono::steady_clock::time_point deadline)
+{
+    std::unique_lock lock(mu_);
+    return done_cv_.wait_until(lock, deadline, [&] { return queue_.empty() && !writing_; });
+}
+
+void WriteBack::finish()
+{
+    {
+        std::lock_guard lock(mu_);
+        if (stopping_ && !thread_.joinable()) return;
+        stopping_ = true;
+    }
+    work_cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+uint64_t WriteBack::written() const
+{
+    std::lock_guard lock(mu_);
+    return written_;
+}
+
+uint64_t WriteBack::failed() const
+{
+    std::lock_guard lock(mu_);
+    return failed_;
+}
+
+void WriteBack::loop()
+{
+    std::unique_lock lock(mu_);
+    for (;;) {
+        work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, and everything written
+        Block block = std::move(queue_.front());
+        queue_.pop_front();
+        writing_ = true;
+        lock.unlock();
+        std::vector<bool> stored;
+        try {
+            stored = writer_(block);
+        } catch (...) {
+            stored.assign(block.rows.size(), false);  // the writer logged what it could
+        }
+        lock.lock();
+        for (size_t i = 0; i < block.rows.size(); ++i) {
+            (i < stored.size() && stored[i] ? written_ : failed_)++;
+            auto it = pending_.find(block.rows[i].key);
+            if (it != pending_.end() && --it->second == 0) pending_.erase(it);
+        }
+        used_ -= block.reserved;
+        writing_ = false;
+        done_cv_.notify_all();
+    }
+}
+
+}  // namespace kvblob::tiered

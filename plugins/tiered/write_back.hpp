@@ -1,0 +1,88 @@
+// write=back: the rows a put stored in the top tier, copied into the
+// tiered driver's own memory and written to the tiers below by one thread
+// of their own, in order of arrival.
+//
+// Bounded in bytes: a put reserves room for its rows before it starts, and
+// a row that does not fit is DECLINED (the caller may try again later,
+// R-ROW-2) rather than waiting, so a worker never blocks on a slow tier
+// below. drain and close wait until every queued row was written below (or
+// failed); a row the bottom tier did not store is logged by the writer and
+// counted here, never dropped silently.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace kvblob::tiered {
+
+// One put's rows, as the top tier stored them: their payloads back to back.
+struct Block {
+    struct Row {
+        std::string key;
+        uint64_t offset = 0, length = 0;
+    };
+    std::vector<uint8_t> bytes;  // never empty: a region has a positive size
+    uint64_t reserved = 0;       // what the put reserved for these rows
+    std::vector<Row> rows;
+};
+
+class WriteBack {
+public:
+    // Writes a block below; returns, per row, whether the bottom tier
+    // stored it.
+    using Writer = std::function<std::vector<bool>(Block &)>;
+
+    WriteBack(uint64_t limit, Writer writer);
+    ~WriteBack() { finish(); }
+    WriteBack(const WriteBack &) = delete;
+    WriteBack &operator=(const WriteBack &) = delete;
+
+    uint64_t limit() const { return limit_; }
+    // Room for bytes more: false (nothing reserved) when they do not fit.
+    bool reserve(uint64_t bytes);
+    void unreserve(uint64_t bytes);
+    // The keys a put is about to store in the top tier are pending from
+    // now (claim) until written below, or until the put did not store them
+    // there (unclaim): an eviction never takes a pending key.
+    void claim(const std::vector<std::string> &keys);
+    void unclaim(const std::string &key);
+    // Queues block, whose bytes were reserved and whose keys were claimed.
+    void push(Block block);
+    // Whether a row of key is queued or being written.
+    bool pending(const std::string &key) const;
+    // Waits until no row of these keys is queued or being written (a
+    // remove, or a scenario staged below, must not be overtaken by a write
+    // that was queued before it).
+    void settle(const std::vector<std::string> &keys);
+    // Waits until the queue is empty, up to deadline: true when it is.
+    bool wait_empty(std::chrono::steady_clock::time_point deadline);
+    // Writes what is queued, then stops the thread. Idempotent.
+    void finish();
+
+    uint64_t written() const;
+    uint64_t failed() const;
+
+private:
+    void loop();
+
+    const uint64_t limit_;
+    Writer writer_;
+    mutable std::mutex mu_;
+    std::condition_variable work_cv_, done_cv_;
+    std::deque<Block> queue_;
+    bool writing_ = false, stopping_ = false;
+    uint64_t used_ = 0;  // reserved: queued, being written, or about to be
+    std::unordered_map<std::string, uint64_t> pending_;
+    uint64_t written_ = 0, failed_ = 0;
+    std::thread thread_;
+};
+
+}  // namespace kvblob::tiered
