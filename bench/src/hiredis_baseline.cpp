@@ -15,6 +15,7 @@
 
 #include "baseline.hpp"
 #include "lane_memory.hpp"
+#include "percent_decoded.hpp"
 #include "kvblob/host/batch.hpp"
 #include "kvblob/tools/fill_pattern.hpp"
 
@@ -38,21 +39,6 @@ struct Login {
     std::string user, password;
     std::string database = "0";
 };
-
-std::string percent_decoded(const std::string &text)
-{
-    std::string out;
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
-            std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-            out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
-            i += 2;
-        } else {
-            out += text[i];
-        }
-    }
-    return out;
-}
 
 // AUTH and SELECT as the driver sends them; the error never repeats the
 // password.
@@ -174,8 +160,8 @@ std::optional<Baseline> hiredis_baseline(const Options &options, std::string &wh
         const std::string userinfo = authority.substr(0, at);
         authority = authority.substr(at + 1);
         const auto colon = userinfo.find(':');
-        login.user = percent_decoded(userinfo.substr(0, colon));
-        if (colon != std::string::npos) login.password = percent_decoded(userinfo.substr(colon + 1));
+        login.user = kvblob::redis::percent_decoded(userinfo.substr(0, colon));
+        if (colon != std::string::npos) login.password = kvblob::redis::percent_decoded(userinfo.substr(colon + 1));
     }
     while (!authority.empty() && authority.back() == '/') authority.pop_back();
     const auto colon = authority.rfind(':');

@@ -12,6 +12,8 @@
 #include <optional>
 #include <sstream>
 
+#include "percent_decoded.hpp"
+
 namespace kvblob::redis {
 
 using support::trailer_size;
@@ -50,21 +52,6 @@ std::string shown_url(const std::string &item)
     const auto colon = item.find(':', from);
     if (colon == std::string::npos || colon > at) return item;  // a user name alone
     return item.substr(0, colon + 1) + "<redacted>" + item.substr(at);
-}
-
-std::string percent_decoded(const std::string &text)
-{
-    std::string out;
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
-            std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-            out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
-            i += 2;
-        } else {
-            out += text[i];
-        }
-    }
-    return out;
 }
 
 // The servers of option 'url', and the login its userinfo gives
@@ -408,6 +395,19 @@ void RedisDriver::read_part(Op &op, Part &part, const std::map<size_t, Endpoint>
     redisContext *c = part.conn.get();
     const auto fail_rest = [&](size_t k) {
         const std::string why = "redis " + part.conn.node().text() + ": " + c->errstr;
+        if (stalled(c)) pool_.mark_down(part.conn.node(), why);
+        fail_rows(op, part.rows, k, c->err, why);
+    };
+    for (size_t k = 0; k < part.rows.size(); ++k) {
+        const size_t i = part.rows[k];
+        if (asking.count(i)) receive(c, part.clock);  // +OK of ASKING
+        if (op.kind == OpKind::get && op.rows[i].total >= direct_get_min) {
+            if (auto out = receive_get_into(c, part.clock, op.rows[i])) {
+                set_row(op, i, out->result, out->code, std::move(out->message));
+                continue;
+            }
+            if (c->err) return fail_rest(k);
+        }
         // A get's value is checked and copied out where it lies in the
         // reader's buffer.
         Received got = op.kind == OpKind::get ? receive_in_place(c, part.clock)
@@ -444,19 +444,6 @@ void RedisDriver::execute(Op &op, std::vector<size_t> rows)
 {
     std::map<size_t, Endpoint> asking;  // rows redirected by ASK, to their node
     for (int round = 0; round <= max_redirects && !rows.empty(); ++round) {
-        if (stalled(c)) pool_.mark_down(part.conn.node(), why);
-        fail_rows(op, part.rows, k, c->err, why);
-    };
-    for (size_t k = 0; k < part.rows.size(); ++k) {
-        const size_t i = part.rows[k];
-        if (asking.count(i)) receive(c, part.clock);  // +OK of ASKING
-        if (op.kind == OpKind::get && op.rows[i].total >= direct_get_min) {
-            if (auto out = receive_get_into(c, part.clock, op.rows[i])) {
-                set_row(op, i, out->result, out->code, std::move(out->message));
-                continue;
-            }
-            if (c->err) return fail_rest(k);
-        }
         // Every node's commands go out before any reply is read, so the
         // nodes work on their parts of the batch at the same time. Each
         // part has its own clock: silence past command_timeout_ms on one

@@ -167,14 +167,11 @@ struct WritesOnMiss : Break {
     kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
                          uint32_t cap) override
     {
-        if (kind == Kind::get && batch && batch->rows) {
-            BatchCopy copy(*batch);
-            const std::vector<bool> stored = h.stored(copy.keys);
-            for (size_t r = 0; r < copy.rows.size(); ++r)
-                if (!stored[r])
-                    for (const auto &span : copy.spans[r])
+        if (auto rows = stored_rows(h, kind, Kind::get, batch))
+            for (size_t r = 0; r < rows->copy.rows.size(); ++r)
+                if (!rows->stored[r])
+                    for (const auto &span : rows->copy.spans[r])
                         if (uint8_t *at = h.address(span)) Write(r, at, span.length);
-        }
         return h.submit(kind, batch, out, err, cap);
     }
 };
@@ -193,12 +190,10 @@ struct PutReplaces : Break {
     kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
                          uint32_t cap) override
     {
-        if (kind == Kind::put && batch && batch->rows) {
-            BatchCopy copy(*batch);
-            const std::vector<bool> stored = h.stored(copy.keys);
+        if (auto rows = stored_rows(h, kind, Kind::put, batch)) {
             std::vector<kvblob_row_t> gone;
-            for (size_t r = 0; r < copy.rows.size(); ++r)
-                if (stored[r])
+            for (size_t r = 0; r < rows->copy.rows.size(); ++r)
+                if (rows->stored[r])
                     gone.push_back({sizeof(kvblob_row_t), 0, batch->rows[r].key, batch->rows[r].key_len, nullptr});
             if (!gone.empty()) h.run(Kind::remove, {sizeof(kvblob_batch_t), 0, gone.data(), gone.size(), nullptr});
         }
@@ -216,7 +211,8 @@ struct ExistingSays : Break {
                          uint32_t cap) override
     {
         std::vector<bool> stored;
-        if (kind == Kind::put && batch && batch->rows) stored = h.stored(BatchCopy(*batch).keys);
+        if (auto rows = stored_rows(h, kind, Kind::put, batch))
+            stored = std::move(rows->stored);
         kvblob_status st = h.submit(kind, batch, out, err, cap);
         std::lock_guard lock(mu);
         if (st == KVBLOB_OK && !stored.empty()) existing[*out] = stored;

@@ -84,14 +84,11 @@ struct DeviceMissZeroes : Break {
     kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
                          uint32_t cap) override
     {
-        if (kind == Kind::get && batch && batch->rows) {
-            BatchCopy copy(*batch);
-            const std::vector<bool> stored = h.stored(copy.keys);
-            for (size_t r = 0; r < copy.rows.size(); ++r)
-                for (const auto &span : copy.spans[r])
-                    if (!stored[r] && device(h, span))
+        if (auto rows = stored_rows(h, kind, Kind::get, batch))
+            for (size_t r = 0; r < rows->copy.rows.size(); ++r)
+                for (const auto &span : rows->copy.spans[r])
+                    if (!rows->stored[r] && device(h, span))
                         if (uint8_t *at = h.address(span)) fill_device(at, span.length, ordinal(h, span), 0);
-        }
         return h.submit(kind, batch, out, err, cap);
     }
 };

@@ -27,10 +27,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "batch_copy.hpp"
 
 extern "C" const char *kvblob_broken_check();
 extern "C" kvblob_status kvblob_reference_negotiate(kvblob_negotiation_t *n);
@@ -121,6 +124,24 @@ struct Hooked {
     // Whether each key is stored (a probe through the reference).
     std::vector<bool> stored(const std::vector<std::string> &keys);
 };
+
+// A submit's rows as the store held them before the reference saw the
+// batch: a copy of the batch, and whether each row's key was stored
+// (Hooked::stored). For the Breaks that act on stored or absent keys before
+// passing the batch on.
+struct StoredRows {
+    BatchCopy copy;
+    std::vector<bool> stored;
+};
+// The rows of a submit of kind wanted; empty for a submit of another kind
+// or without rows.
+inline std::optional<StoredRows> stored_rows(Hooked &h, Kind kind, Kind wanted, const kvblob_batch_t *batch)
+{
+    if (kind != wanted || !batch || !batch->rows) return std::nullopt;
+    StoredRows rows{BatchCopy(*batch), {}};
+    rows.stored = h.stored(rows.copy.keys);
+    return rows;
+}
 
 // One way of breaking the reference at its table. Each member is the slot of
 // the same name; the defaults forward to the reference.

@@ -14,27 +14,17 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "real_library.hpp"
+
 namespace {
 
 std::atomic<bool> refuse_next{false};
 std::atomic<int> refused{0};
 
-void *real()
-{
-    static void *handle = [] {
-        const char *path = std::getenv("KVBLOB_MOONCAKE_REAL_LIBRARY");
-        void *h = path ? ::dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
-        if (!h) std::fprintf(stderr, "refusing_shim: cannot load KVBLOB_MOONCAKE_REAL_LIBRARY: %s\n", ::dlerror());
-        return h;
-    }();
-    return handle;
-}
-
 template <class F>
 F fn(const char *name)
 {
-    void *h = real();
-    return h ? reinterpret_cast<F>(::dlsym(h, name)) : nullptr;
+    return kvblob::test::mooncake::real_function<F>("refusing_shim", name);
 }
 
 // Whether this batch call is the one to refuse.

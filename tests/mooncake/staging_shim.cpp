@@ -51,28 +51,18 @@
 #include <thread>
 #include <vector>
 
+#include "real_library.hpp"
+
 extern char **environ;
 
 namespace {
 
 constexpr int OK = 0, NO_AVAILABLE_HANDLE = -200, REPLICA_IS_NOT_READY = -703, OBJECT_NOT_FOUND = -704;
 
-void *real()
-{
-    static void *handle = [] {
-        const char *path = std::getenv("KVBLOB_MOONCAKE_REAL_LIBRARY");
-        void *h = path ? ::dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
-        if (!h) std::fprintf(stderr, "staging_shim: cannot load KVBLOB_MOONCAKE_REAL_LIBRARY: %s\n", ::dlerror());
-        return h;
-    }();
-    return handle;
-}
-
 template <class F>
 F fn(const char *name)
 {
-    void *h = real();
-    return h ? reinterpret_cast<F>(::dlsym(h, name)) : nullptr;
+    return kvblob::test::mooncake::real_function<F>("staging_shim", name);
 }
 
 struct ReplicateConfig {  // store_c.h's mooncake_replicate_config_t
