@@ -4,7 +4,7 @@
 #                    the contract and vendor guide, the driver template
 #   kvblob-tools     kvblob-info, kvblob-conformance, kvblob-soak, kvblob-bench,
 #                    kvblob-engine, their manual pages, the engine's example config
-#   kvblob-drivers   the bundled drivers (memory, file, redis, mooncake, null)
+#   kvblob-drivers   the bundled drivers (memory, file, redis, tiered, mooncake, null)
 #   python3-kvblob   the Python package
 # Each install() names its component (or inherits one from
 # CMAKE_INSTALL_DEFAULT_COMPONENT_NAME where its folder is added); shared
@@ -15,8 +15,16 @@
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME kvblob)
 set(CPACK_PACKAGE_VENDOR kvblob)
-set(CPACK_PACKAGE_CONTACT "kvblob maintainers <kvblob@invalid>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+# The packages' Maintainer and their changelog's signature, in one place so
+# that a distributor building them names itself: -DKVBLOB_PACKAGE_MAINTAINER=...
+set(KVBLOB_PACKAGE_MAINTAINER "kvblob maintainers <maintainers@kvblob.org>" CACHE STRING
+    "Maintainer of the Debian packages (\"name <address>\"): their Maintainer field and changelog")
+set(CPACK_PACKAGE_CONTACT "${KVBLOB_PACKAGE_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${KVBLOB_PACKAGE_MAINTAINER}")
+# CPackDeb makes the summary every package's synopsis (the Description's
+# first line) unless it is CPack's own default; each package has its own
+# synopsis below, so the summary is left at that default.
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${CMAKE_PROJECT_NAME} built using CMake")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
@@ -52,25 +60,51 @@ set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-kvblob)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
-set(CPACK_COMPONENT_LIB_DESCRIPTION "kvblob host library: loads kvblob store drivers for an inference engine")
-set(CPACK_COMPONENT_DEV_DESCRIPTION
-    "kvblob development files: ABI and host headers, CMake package, driver template, contract")
-set(CPACK_COMPONENT_TOOLS_DESCRIPTION
-    "kvblob tools: kvblob-info, kvblob-conformance, kvblob-soak, kvblob-bench, kvblob-engine")
-set(CPACK_COMPONENT_DRIVERS_DESCRIPTION "kvblob bundled store drivers: memory, file, redis, mooncake, null")
-set(CPACK_COMPONENT_PYTHON_DESCRIPTION "kvblob Python package")
+# Each package's Description: a synopsis (no article, under 80 columns),
+# then lines of at most 79 columns (CPackDeb indents them, it does not wrap).
+set(kvblob_about "kvblob is a stable C ABI between LLM inference engines and KV-cache
+stores: an engine loads a store's driver (a plugin library) through the
+host library, which checks every call against the contract.")
+set(CPACK_DEBIAN_LIB_DESCRIPTION "host library for kvblob KV-cache store drivers
+${kvblob_about}
+.
+This package holds the host library, which loads, negotiates with and
+guards the drivers an engine names.")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "development files for kvblob engines and store drivers
+${kvblob_about}
+.
+This package holds the ABI and host headers, the CMake package
+(find_package(kvblob)), the driver template, the contract and the
+vendor guide, and depends on what building the template needs.")
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "kvblob tools: driver inspection, conformance battery, bench
+${kvblob_about}
+.
+This package holds kvblob-info, kvblob-conformance, kvblob-soak,
+kvblob-bench and kvblob-engine, with their manual pages.")
+set(CPACK_DEBIAN_DRIVERS_DESCRIPTION "bundled kvblob store drivers
+${kvblob_about}
+.
+This package holds the bundled drivers: memory, file, redis, tiered,
+mooncake (which opens Mooncake's own store library when it runs) and
+null.")
+set(CPACK_DEBIAN_PYTHON_DESCRIPTION "Python bindings for the kvblob host library
+${kvblob_about}
+.
+This package holds the kvblob Python module and its example engines.")
 # Component dependencies become Depends with the exact version.
 set(CPACK_COMPONENT_DEV_DEPENDS lib)
 set(CPACK_COMPONENT_TOOLS_DEPENDS lib)
 set(CPACK_COMPONENT_PYTHON_DEPENDS lib)
 # Dependencies no ELF file shows: kvblob-dev is for building a driver or an
 # engine, so it brings what the template's build needs, CMake, a C and a C++
-# compiler and a build tool (an image installed with --no-install-recommends
-# has none of them otherwise); the Python module needs the interpreter
-# and numpy; the host finds drivers beside itself, so the tools and the
-# Python package (whose kvblob.load('memory') names a bundled driver)
-# recommend them.
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "cmake (>= 3.22), gcc | c-compiler, g++ | c++-compiler, make | ninja-build")
+# compiler, the C library's headers (gcc only recommends them) and a build
+# tool (an image installed with --no-install-recommends has none of them
+# otherwise; scripts/package-install-check builds the template in one);
+# the Python module needs the interpreter and numpy; the host finds drivers
+# beside itself, so the tools and the Python package (whose
+# kvblob.load('memory') names a bundled driver) recommend them.
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
+    "cmake (>= 3.22), gcc | c-compiler, g++ | c++-compiler, libc6-dev | libc-dev, make | ninja-build")
 set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "python3, python3-numpy")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS kvblob-drivers)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS kvblob-drivers)

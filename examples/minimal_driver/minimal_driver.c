@@ -22,7 +22,7 @@
  * The driver's name is given once, to kvblob_driver() in CMakeLists.txt,
  * which names the file libkvblob_<name>.so and defines KVBLOB_DRIVER_NAME
  * for the table below: the two always agree (R-LOAD-6).
- * Rules cited R-... are defined in share/doc/kvblob/contract.md.
+ * Rules cited R-... are defined in share/doc/kvblob-dev/contract.md.
  */
 #include <kvblob/kvblob.h>
 

@@ -32,6 +32,7 @@ compiler cache (ccache, when installed, through CMake's
 CMAKE_<LANG>_COMPILER_LAUNCHER environment variables) sees the same paths
 from run to run.
 """
+import glob
 import os
 import re
 import shutil
@@ -141,8 +142,9 @@ def follow_the_guide(vendor, prefix, env):
     # It installs nothing of what it did not build (the example engine's
     # config, the drivers' copyright), and a manual page for each program
     # (help2man is among what install-deps --runner-only installs).
-    for absent in ("share/kvblob/examples", "share/doc/kvblob-drivers", "lib/kvblob"):
-        if os.path.exists(os.path.join(prefix, absent)):
+    # The drivers' folder is lib/kvblob, or lib/<multiarch>/kvblob on Debian.
+    for absent in ("share/kvblob/examples", "share/doc/kvblob-drivers", "lib/kvblob", "lib/*/kvblob"):
+        if glob.glob(os.path.join(prefix, absent)):
             fail(f"the runner-only install holds {absent}, which belongs to what it does not build")
     for program in sorted(installed):
         if not os.path.exists(os.path.join(prefix, "share/man/man1", program + ".1.gz")):

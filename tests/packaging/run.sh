@@ -34,10 +34,11 @@ if [ -n "$(deb python3-kvblob)" ]; then
   dpkg-deb -f "$(deb python3-kvblob)" Recommends | grep -q kvblob-drivers ||
     fail "python3-kvblob does not recommend kvblob-drivers"
 fi
-# kvblob-dev builds drivers: it brings CMake, a C and a C++ compiler and a
-# build tool, even where recommends are not installed.
+# kvblob-dev builds drivers: it brings CMake, a C and a C++ compiler, the C
+# library's headers and a build tool, even where recommends are not
+# installed (scripts/package-install-check installs it so and builds).
 dev_depends=$(depends "$(deb kvblob-dev)")
-for need in cmake c-compiler c++-compiler make; do
+for need in cmake c-compiler c++-compiler libc-dev make; do
   echo "$dev_depends" | grep -q "$need" || fail "kvblob-dev does not depend on $need: $dev_depends"
 done
 # The copyright says what is compiled in and what is linked: toml++ is
@@ -51,12 +52,24 @@ if [ -n "$(deb libkvblob-host0)" ]; then
   fi
 fi
 # Each file in one package only, each package only its own kind of file.
+# Libraries in Debian's multiarch folder (the drivers in kvblob/ beside the
+# host library, where the loader looks), documents in each package's own
+# /usr/share/doc/<package>/.
 contents() { dpkg-deb -c "$1" | awk '{print $6}' | grep -v '/$'; }
-contents "$(deb libkvblob-host0)" | grep -q '/usr/lib/libkvblob_host.so.0' || fail "no host library in libkvblob-host0"
+libdir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+contents "$(deb libkvblob-host0)" | grep -qx ".$libdir/libkvblob_host.so.0" ||
+  fail "no host library in $libdir in libkvblob-host0 (a build folder configured with CMAKE_INSTALL_LIBDIR=lib?): $(contents "$(deb libkvblob-host0)" | paste -sd' ')"
+contents "$(deb kvblob-dev)" | grep -qx ".$libdir/cmake/kvblob/kvblobConfig.cmake" || fail "no CMake package in $libdir in kvblob-dev"
 contents "$(deb kvblob-dev)" | grep -q '/usr/include/kvblob/kvblob.h' || fail "no ABI header in kvblob-dev"
-contents "$(deb kvblob-dev)" | grep -q '/usr/share/doc/kvblob/contract.md' || fail "no contract in kvblob-dev"
+contents "$(deb kvblob-dev)" | grep -qx './usr/share/doc/kvblob-dev/contract.md' || fail "no contract in /usr/share/doc/kvblob-dev"
 contents "$(deb kvblob-dev)" | grep -q '/usr/share/kvblob/minimal_driver/minimal_driver.c' || fail "no template in kvblob-dev"
-contents "$(deb kvblob-drivers)" | grep -q '/usr/lib/kvblob/libkvblob_memory.so' || fail "no memory driver in kvblob-drivers"
+contents "$(deb kvblob-drivers)" | grep -qx ".$libdir/kvblob/libkvblob_memory.so" || fail "no memory driver in $libdir/kvblob in kvblob-drivers"
+for d in "$work"/packages/*.deb; do
+  p=$(dpkg-deb -f "$d" Package)
+  outside=$(contents "$d" | grep '^\./usr/share/doc/' | grep -v "^\./usr/share/doc/$p/" || true)
+  [ -z "$outside" ] || fail "$p has documents outside /usr/share/doc/$p: $outside"
+  dpkg-deb -f "$d" Maintainer | grep -qv '@invalid' || fail "$p's Maintainer is not an address: $(dpkg-deb -f "$d" Maintainer)"
+done
 contents "$(deb kvblob-tools)" | grep -q '/usr/share/kvblob/examples/engine/memory.toml' ||
   fail "no example engine config in kvblob-tools (the README's command 1 runs it)"
 if command -v help2man >/dev/null; then

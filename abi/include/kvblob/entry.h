@@ -8,7 +8,7 @@
  * the plugin answers the one it speaks and its table; the host re-checks
  * the answer before trusting it (OpenXR's xrNegotiateLoaderRuntimeInterface).
  *
- * Load rules (defined in share/doc/kvblob/contract.md, "Loading a plugin";
+ * Load rules (defined in share/doc/kvblob-dev/contract.md, "Loading a plugin";
  * repeated here): the loader's refusals name one of these ids, the stage
  * (open, entry, negotiate, validate, init), the file and the reason.
  *   R-LOAD-1  The file is a regular file holding all its loadable segments,

@@ -7,8 +7,8 @@
  * kvblob_plugin_negotiate (entry.h); an engine loads it through the host
  * library. The behaviour every driver promises is the contract, rule by
  * rule (R-... ids cited throughout): docs/contract.md in the source tree,
- * share/doc/kvblob/contract.md under the install prefix. Every other header
- * that says "contract.md" means that file.
+ * share/doc/kvblob-dev/contract.md under the install prefix. Every other
+ * header that says "contract.md" means that file.
  */
 #ifndef KVBLOB_KVBLOB_H
 #define KVBLOB_KVBLOB_H

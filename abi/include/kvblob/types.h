@@ -106,7 +106,7 @@ typedef struct kvblob_batch {
 
 /* ---- Results ------------------------------------------------------------ */
 
-/* A row's result; the table in share/doc/kvblob/contract.md says which are
+/* A row's result; the table in share/doc/kvblob-dev/contract.md says which are
  * valid for which operation kind (R-ROW-1). */
 typedef int32_t kvblob_row_result;
 /* Not final yet; never the result of a row of a final operation. */

@@ -6,7 +6,7 @@
  *   (new struct members at the end, new slots at the end of a table); a
  *   major bump may break anything and is refused by older hosts.
  * - The contract version names the behaviour rules (the R-... ids) of
- *   share/doc/kvblob/contract.md that a driver claims to honour.
+ *   share/doc/kvblob-dev/contract.md that a driver claims to honour.
  * - The driver's own release version is a string the plugin reports; the
  *   host never interprets it.
  *
