@@ -14,10 +14,11 @@ local class counts inside the function that holds it.
     function_lengths.py --self-test  measure planted functions in a scratch
                                      tree and check what is reported
 """
-import os
 import re
 import sys
-import tempfile
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import tree  # noqa: E402 (after the line above)
 
 LIMIT = 100
 # Functions over the limit that are known and waiting for their split, by
@@ -28,8 +29,6 @@ PENDING = {
     # in progress in conformance-runner/src/checks_*.cpp.
     ("conformance-runner/src/checks_concurrency.cpp", "void concurrency_threads(Context &c)"),
 }
-SOURCE_EXT = (".c", ".h", ".cpp", ".hpp", ".cc")
-SKIP_TOP = {"tests", ".git", "Testing"}
 # A block opened after one of these words is a statement or a type, not a function.
 NOT_FUNCTIONS = re.compile(r"^\s*(?:(?:else\s+)?if|for|while|switch|catch|do|else|try|return|namespace|"
                            r"class|struct|union|enum|extern|template\s*<.*>\s*(?:class|struct))\b")
@@ -138,25 +137,27 @@ def functions(text):
 
 
 def check(root):
+    """(file, first line, lines, pending) of each function over the limit."""
     long_ones = []
-    for folder, dirs, files in os.walk(root):
-        rel_folder = os.path.relpath(folder, root)
-        top = rel_folder.split(os.sep)[0]
-        if rel_folder != "." and (top in SKIP_TOP or top.startswith("build") or top.startswith(".")):
-            dirs[:] = []
-            continue
-        for f in sorted(files):
-            if not f.endswith(SOURCE_EXT):
-                continue
-            rel = os.path.normpath(os.path.join(rel_folder, f))
-            with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as src:
-                text = src.read()
-            lines = text.split("\n")
-            for first, last in functions(text):
-                if last - first + 1 > LIMIT:
-                    pending = (rel, lines[first - 1].strip()) in PENDING
-                    long_ones.append((rel, first, last - first + 1, pending))
+    for rel in tree.source_files(root, skip_top=("tests",)):
+        text = tree.read(root, rel)
+        lines = text.split("\n")
+        for first, last in functions(text):
+            if last - first + 1 > LIMIT:
+                pending = (rel, lines[first - 1].strip()) in PENDING
+                long_ones.append((rel, first, last - first + 1, pending))
     return sorted(long_ones)
+
+
+def report(root):
+    """(problems, notes): the functions over the limit, and those waiting for their split."""
+    problems, notes = [], []
+    for rel, line, lines, pending in check(root):
+        if pending:
+            notes.append(f"{rel}:{line}: a function of {lines} lines, over {LIMIT}, waiting for its split (PENDING)")
+        else:
+            problems.append(f"{rel}:{line}: a function of {lines} lines, over {LIMIT}: split it by its stages")
+    return problems, notes
 
 
 def self_test():
@@ -171,12 +172,7 @@ def self_test():
         "src/strings.cpp": ("int h()\n{\n    const char *s = \"}}}\";\n    return '}';\n}\n", set()),
         "tests/long.cpp": (f"int f(int x)\n{{\n{body}\n    return x;\n}}\n", set()),
     }
-    with tempfile.TemporaryDirectory() as root:
-        for rel, (text, _) in plants.items():
-            os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
-            with open(os.path.join(root, rel), "w") as f:
-                f.write(text)
-        reported = {rel for rel, _, _, _ in check(root)}
+    reported = {rel for rel, _, _, _ in tree.planted({rel: text for rel, (text, _) in plants.items()}, check)}
     wanted = set().union(*(w for _, w in plants.values()))
     if reported != wanted:
         print("self-test FAILED: reported", sorted(reported), "wanted", sorted(wanted))
@@ -186,23 +182,9 @@ def self_test():
 
 
 def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return self_test()
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    long_ones = check(sys.argv[1])
-    for rel, line, lines, pending in long_ones:
-        if pending:
-            print(f"{rel}:{line}: a function of {lines} lines, over {LIMIT}, waiting for its split (PENDING)")
-        else:
-            print(f"{rel}:{line}: a function of {lines} lines, over {LIMIT}: split it by its stages")
-    over = [f for f in long_ones if not f[3]]
-    if over:
-        print(f"{len(over)} function(s) over {LIMIT} lines outside tests/")
-        return 1
-    print(f"no function over {LIMIT} lines outside tests/ but {len(long_ones)} waiting for their split")
-    return 0
+    return tree.main(__doc__, report, self_test,
+                     lambda problems: f"{len(problems)} function(s) over {LIMIT} lines outside tests/",
+                     lambda notes: f"no function over {LIMIT} lines outside tests/ but {len(notes)} waiting for their split")
 
 
 if __name__ == "__main__":

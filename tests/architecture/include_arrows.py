@@ -24,7 +24,9 @@ place: host/include/kvblob/host/ (the API), host/internal/kvblob/host/
 import os
 import re
 import sys
-import tempfile
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import tree  # noqa: E402 (after the line above)
 
 # Room of a file: the longest matching path prefix. Files in no room (the
 # build folder, scripts, docs) are not checked.
@@ -115,7 +117,6 @@ FORBIDDEN_FROM_HEADERS = {
     "host-sha256": ["host/include/kvblob/host/driver.hpp", "host/include/kvblob/host/plugin.hpp"],
 }
 
-SOURCE_EXT = (".c", ".h", ".cpp", ".hpp", ".cc")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 
@@ -140,38 +141,35 @@ def resolve(root, including, name, quoted):
     return None
 
 
+def project_includes(root, rel):
+    """(line number, resolved path) of each include of rel that names a file of the project."""
+    for n, line in enumerate(tree.read(root, rel).splitlines(), 1):
+        m = INCLUDE.match(line)
+        if m:
+            target = resolve(root, rel, m.group(2), m.group(1) == '"')
+            if target is not None:
+                yield n, target
+
+
 def check(root):
     problems = []
     arrows = {}  # (from room, to room) between host rooms -> first include making it
-    for top in sorted({p.split("/")[0] for p, _ in ROOMS}):
-        for folder, _, files in os.walk(os.path.join(root, top)):
-            for f in sorted(files):
-                if not f.endswith(SOURCE_EXT):
-                    continue
-                rel = os.path.relpath(os.path.join(folder, f), root)
-                room = room_of(rel)
-                if room is None:
-                    continue
-                with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as text:
-                    for n, line in enumerate(text, 1):
-                        m = INCLUDE.match(line)
-                        if not m:
-                            continue
-                        target = resolve(root, rel, m.group(2), m.group(1) == '"')
-                        if target is None:
-                            continue
-                        to = room_of(target)
-                        where = f"{rel}:{n}: {room} -> {to} ({target})"
-                        if room in HOST_INSIDE and to in HOST_INSIDE and to != room:
-                            arrows.setdefault((room, to), where)
-                        if rel.endswith((".h", ".hpp")) and target in FORBIDDEN_FROM_HEADERS.get(room, []):
-                            problems.append(f"{where}: an internal header of the host includes the API it "
-                                            "implements; name the types from kvblob/host/types.hpp")
-                        elif to is None or to == room or to in ALLOWED[room] or (room, target) in EXCEPTIONS:
-                            continue
-                        else:
-                            problems.append(f"{where}: {room} may include only "
-                                            f"{', '.join(ALLOWED[room]) or 'itself'} (docs/architecture.md)")
+    tops = {p.split("/")[0] for p, _ in ROOMS}
+    for rel in tree.source_files(root):
+        room = room_of(rel)
+        if room is None or rel.split(os.sep)[0] not in tops:
+            continue
+        for n, target in project_includes(root, rel):
+            to = room_of(target)
+            where = f"{rel}:{n}: {room} -> {to} ({target})"
+            if room in HOST_INSIDE and to in HOST_INSIDE and to != room:
+                arrows.setdefault((room, to), where)
+            if rel.endswith((".h", ".hpp")) and target in FORBIDDEN_FROM_HEADERS.get(room, []):
+                problems.append(f"{where}: an internal header of the host includes the API it "
+                                "implements; name the types from kvblob/host/types.hpp")
+            elif not (to is None or to == room or to in ALLOWED[room] or (room, target) in EXCEPTIONS):
+                problems.append(f"{where}: {room} may include only "
+                                f"{', '.join(ALLOWED[room]) or 'itself'} (docs/architecture.md)")
     # The table itself allows no cycle between host rooms, so none can be built.
     allowed = {(a, b): f"tests/architecture/include_arrows.py: ALLOWED lets {a} include {b}"
                for a in HOST_INSIDE for b in ALLOWED[a] if b in HOST_INSIDE}
@@ -210,25 +208,14 @@ HEADER_PLACES = ("host/include/kvblob/host/", "host/internal/kvblob/host/")
 def header_places(root):
     """A source of host/src/ whose first project include is not its header, in one of the three places."""
     problems = []
-    src = os.path.join(root, "host", "src")
-    for folder, _, files in os.walk(src):
-        for f in sorted(files):
-            if not f.endswith(".cpp"):
-                continue
-            rel = os.path.relpath(os.path.join(folder, f), root)
-            with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as text:
-                for n, line in enumerate(text, 1):
-                    m = INCLUDE.match(line)
-                    if not m:
-                        continue
-                    target = resolve(root, rel, m.group(2), m.group(1) == '"')
-                    if target is None:
-                        continue  # a system header: the first project include decides
-                    if not (target.startswith(HEADER_PLACES) or os.path.dirname(target) == os.path.dirname(rel)):
-                        problems.append(f"{rel}:{n}: its first include, {target}, is not a header beside it, in "
-                                        "host/include/kvblob/host/ or in host/internal/kvblob/host/: a source "
-                                        "starts with the header it implements")
-                    break
+    for rel in tree.source_files(os.path.join(root, "host", "src"), (".cpp",)):
+        rel = os.path.join("host", "src", rel)
+        for n, target in project_includes(root, rel):  # the first one decides
+            if not (target.startswith(HEADER_PLACES) or os.path.dirname(target) == os.path.dirname(rel)):
+                problems.append(f"{rel}:{n}: its first include, {target}, is not a header beside it, in "
+                                "host/include/kvblob/host/ or in host/internal/kvblob/host/: a source "
+                                "starts with the header it implements")
+            break
     return problems
 
 
@@ -256,12 +243,8 @@ def self_test():
                "host/internal/kvblob/host/json.hpp", "tools/common/include/kvblob/cli/quantities.hpp",
                "plugins/support/include/kvblob/support/device_copy.hpp", "host/src/loading/plugin_file.hpp",
                "host/src/guarding/driver_core.hpp", "host/include/kvblob/host/printable.hpp"]
-    with tempfile.TemporaryDirectory() as root:
-        for rel, text in list(plants.items()) + list(allowed.items()) + [(t, "") for t in targets]:
-            os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
-            with open(os.path.join(root, rel), "w") as f:
-                f.write(text)
-        problems = check(root)
+    files = {**plants, **allowed, **{t: "" for t in targets}}
+    problems = tree.planted(files, check)
     reported = {p.split(":")[0] for p in problems}
     missed = sorted(set(plants) - reported)
     wrong = sorted(reported - set(plants))
@@ -275,19 +258,9 @@ def self_test():
 
 
 def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return self_test()
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    problems = check(sys.argv[1])
-    for p in problems:
-        print(p)
-    if problems:
-        print(f"{len(problems)} include(s) break the arrows of docs/architecture.md")
-        return 1
-    print("every include follows the arrows of docs/architecture.md")
-    return 0
+    return tree.main(__doc__, lambda root: (check(root), []), self_test,
+                     lambda problems: f"{len(problems)} include(s) break the arrows of docs/architecture.md",
+                     lambda notes: "every include follows the arrows of docs/architecture.md")
 
 
 if __name__ == "__main__":
