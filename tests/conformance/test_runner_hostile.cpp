@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "conformance/runner_cli.hpp"
+#include "support/in_child.hpp"
 
 namespace {
 
@@ -29,29 +30,12 @@ std::string hostile(const std::string &way) { return fixtures + "/libkvblob_host
 // earlier test's processes count.
 long peak_rss_kib(const std::string &command, CommandResult &result)
 {
-    int out[2];
-    REQUIRE(pipe(out) == 0);
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(out[0]);
+    const std::string text = in_child([&] {
         const CommandResult r = run_command(command);
         rusage usage{};
         getrusage(RUSAGE_CHILDREN, &usage);
-        const std::string text = std::to_string(r.exit_code) + " " + std::to_string(usage.ru_maxrss) + "\n" + r.output;
-        for (size_t done = 0; done < text.size();) {
-            const ssize_t n = write(out[1], text.data() + done, text.size() - done);
-            if (n <= 0) break;
-            done += static_cast<size_t>(n);
-        }
-        _exit(0);
-    }
-    close(out[1]);
-    std::string text;
-    char buf[4096];
-    for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
-    close(out[0]);
-    waitpid(pid, nullptr, 0);
+        return std::to_string(r.exit_code) + " " + std::to_string(usage.ru_maxrss) + "\n" + r.output;
+    }).text;
     long peak = -1;
     std::istringstream head(text.substr(0, text.find('\n')));
     head >> result.exit_code >> peak;

@@ -22,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from documents import documents as all_documents  # noqa: E402
+
 source = os.path.abspath(sys.argv[1])
 build = os.path.abspath(sys.argv[2])
 scratch_arg = sys.argv[sys.argv.index("--scratch") + 1] if "--scratch" in sys.argv else None
@@ -35,13 +38,7 @@ def fail(what):
 
 
 def documents():
-    yield "README.md"
-    for root, _, files in os.walk(os.path.join(source, "docs")):
-        if os.path.relpath(root, source).startswith("docs/notes"):
-            continue
-        for f in sorted(files):
-            if f.endswith(".md"):
-                yield os.path.relpath(os.path.join(root, f), source)
+    return all_documents(source, skip=("docs/notes",))
 
 
 scratch = os.path.abspath(scratch_arg) if scratch_arg else tempfile.mkdtemp(prefix="kvblob-doc-commands-")

@@ -25,6 +25,9 @@ import os
 import re
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from documents import documents as all_documents  # noqa: E402
+
 source = os.path.abspath(sys.argv[1])
 failures = []
 
@@ -35,11 +38,7 @@ def fail(what):
 
 
 def documents():
-    yield "README.md"
-    for root, _, files in os.walk(os.path.join(source, "docs")):
-        for f in sorted(files):
-            if f.endswith(".md"):
-                yield os.path.relpath(os.path.join(root, f), source)
+    return all_documents(source)
 
 
 def fences(text):

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "kvblob/host/config.hpp"
+#include "support/in_child.hpp"
 
 namespace fs = std::filesystem;
 
@@ -139,12 +140,7 @@ namespace {
 // "accepted", or "killed by signal N".
 std::string read_in_child(const fs::path &file)
 {
-    int out[2];
-    REQUIRE(pipe(out) == 0);
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(out[0]);
+    const ChildAnswer answer = in_child([&] {
         std::string said = "accepted";
         try {
             kvblob::read_driver_config(file);
@@ -153,18 +149,10 @@ std::string read_in_child(const fs::path &file)
         } catch (const std::exception &e) {
             said = std::string("threw: ") + e.what();
         }
-        const ssize_t n = write(out[1], said.data(), said.size());
-        _exit(n == static_cast<ssize_t>(said.size()) ? 0 : 2);
-    }
-    close(out[1]);
-    std::string said;
-    char buf[4096];
-    for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
-    close(out[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-    return said;
+        return said;
+    });
+    if (WIFSIGNALED(answer.status)) return "killed by signal " + std::to_string(WTERMSIG(answer.status));
+    return answer.text;
 }
 
 }  // namespace

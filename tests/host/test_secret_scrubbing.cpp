@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kvblob/host/plugin.hpp"
+#include "support/in_child.hpp"
 
 namespace {
 
@@ -19,30 +20,12 @@ namespace {
 // when it did not answer within them.
 std::optional<std::string> scrubbed(const std::string &text, const std::vector<std::string> &secrets)
 {
-    int out[2];
-    REQUIRE(pipe(out) == 0);
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(out[0]);
+    const ChildAnswer answer = in_child([&] {
         alarm(10);  // no memory limit: a sanitizer's reservations pass any
-        const std::string result = kvblob::without_secrets(text, secrets);
-        for (size_t done = 0; done < result.size();) {
-            const ssize_t n = write(out[1], result.data() + done, result.size() - done);
-            if (n <= 0) _exit(2);
-            done += static_cast<size_t>(n);
-        }
-        _exit(0);
-    }
-    close(out[1]);
-    std::string result;
-    char buf[4096];
-    for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) result.append(buf, static_cast<size_t>(n));
-    close(out[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
-    return result;
+        return kvblob::without_secrets(text, secrets);
+    });
+    if (!answer.exited_zero()) return std::nullopt;
+    return answer.text;
 }
 
 const std::string marker = kvblob::removed_secret;
