@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <string_view>
 
 #include "checks_common.hpp"
 #include "probe.hpp"
@@ -26,6 +27,35 @@ std::vector<std::string> flagged_secret(const Plugin &plugin)
         return out;
     for (uint64_t i = 0; i < t.option_count; ++i)
         if ((t.option_flags[i] & KVBLOB_OPTION_FLAG_SECRET) && t.options[i].name) out.push_back(t.options[i].name);
+    return out;
+}
+
+// And, for a driver made of drivers (the tiered driver: tier.N.driver among
+// the run's options), each option a tier's driver flags secret, as
+// tier.N.<option>: a tier's secret is the composed driver's to keep too
+// (R-OPN-2), and the host counts it one (Plugin::secret_option among the
+// options). A tier's driver is found as the tiered driver finds it.
+std::vector<std::string> flagged_secret_of_tiers(const Plugin &plugin, const Options &options)
+{
+    std::vector<std::string> out;
+    constexpr std::string_view driver = "driver";
+    for (const auto &[key, value] : options) {
+        if (key.rfind("tier.", 0) != 0 || key.size() <= 5 + driver.size() + 1 ||
+            key.compare(key.size() - driver.size(), driver.size(), driver) != 0)
+            continue;
+        const std::string tier = key.substr(0, key.size() - driver.size());  // "tier.N."
+        if (tier.find_first_not_of("0123456789", 5) != tier.size() - 1 || tier.size() == 6) continue;
+        try {
+            LoadOptions load;
+            load.search_dirs.push_back(plugin.path().parent_path());
+            load.count_metrics = false;
+            for (const auto &name : flagged_secret(Plugin::load(value, load)))
+                if (plugin.secret_option(tier + name, options)) out.push_back(tier + name);
+        } catch (const LoadError &) {
+            // A tier that cannot load refuses every open of the run: other
+            // checks say so.
+        }
+    }
     return out;
 }
 
@@ -97,7 +127,8 @@ std::string battery_secret()
 
 void open_secret_unspoken(Context &c)
 {
-    const auto names = flagged_secret(c.plugin());
+    auto names = flagged_secret(c.plugin());
+    for (auto &name : flagged_secret_of_tiers(c.plugin(), c.options())) names.push_back(std::move(name));
     if (names.empty()) throw NotSupported("the driver flags no option secret (KVBLOB_OPTION_FLAG_SECRET)");
     for (const auto &name : names) {
         // An option the run sets already (a store's real password) keeps its

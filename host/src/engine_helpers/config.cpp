@@ -3,12 +3,13 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
+#include <optional>
 #include <set>
 #include <vector>
 
+#include "config_nodes.hpp"
 #include "config_text.hpp"
+#include "config_tiers.hpp"
 #include "kvblob/host/discovery.hpp"
 #include "kvblob/host/printable.hpp"
 
@@ -30,46 +31,23 @@ ConfigError::ConfigError(fs::path file, unsigned line, unsigned column, const st
 
 namespace {
 
-[[noreturn]] void fail(const fs::path &file, const toml::source_region &where, const std::string &what)
-{
-    throw ConfigError(file, where.begin.line, where.begin.column, what);
-}
+using config_nodes::fail;
+using config_nodes::only_keys;
+using config_nodes::whole_text;
 
-// Refuses any key of table not in allowed, at the key's own position.
-void only_keys(const fs::path &file, const toml::table &table, const std::set<std::string> &allowed,
-               const std::string &where)
+// tier.N.<option>: a tier's option of a driver made of drivers.
+struct TierKey {
+    size_t index;
+    std::string option;
+};
+std::optional<TierKey> tier_of(const std::string &key)
 {
-    for (const auto &[key, node] : table)
-        if (!allowed.count(std::string(key.str())))
-            fail(file, key.source(), "unknown key '" + std::string(key.str()) + "' in " + where);
-}
-
-// A string the driver or the loader receives as C text: a NUL in it would
-// silently cut it short (path = "a.so\u0000b" would load a.so).
-const std::string &whole_text(const fs::path &file, const toml::source_region &where, const std::string &text,
-                              const std::string &what)
-{
-    if (text.find('\0') != std::string::npos)
-        fail(file, where, what + " holds a NUL character (\\u0000), which would cut it short: refused");
-    return text;
-}
-
-std::string scalar_text(const fs::path &file, const std::string &name, const toml::node &node)
-{
-    if (auto s = node.as_string()) return whole_text(file, node.source(), s->get(), "option '" + name + "'");
-    if (auto i = node.as_integer()) return std::to_string(i->get());
-    if (auto b = node.as_boolean()) return b->get() ? "true" : "false";
-    // A float reaches the driver as Python's open() gives it: an integral one
-    // as an integer (4.0 -> "4"), another in its shortest form (2.5 -> "2.5").
-    if (auto f = node.as_floating_point()) {
-        const double d = f->get();
-        if (!std::isfinite(d)) fail(file, node.source(), "option '" + name + "' is not a finite number");
-        if (d == std::trunc(d) && std::fabs(d) < 9.007199254740992e15) return std::to_string(static_cast<long long>(d));
-        char buf[64];
-        const auto end = std::to_chars(buf, buf + sizeof buf, d).ptr;
-        return std::string(buf, end);
-    }
-    fail(file, node.source(), "option '" + name + "' must be a string, a number or a boolean");
+    if (key.rfind("tier.", 0) != 0) return std::nullopt;
+    const size_t dot = key.find('.', 5);
+    if (dot == std::string::npos || dot == 5 || dot + 1 == key.size() || dot - 5 > 2 ||
+        key.find_first_not_of("0123456789", 5) != dot)
+        return std::nullopt;
+    return TierKey{std::stoul(key.substr(5, dot - 5)), key.substr(dot + 1)};
 }
 
 // [metrics] label = "...": the instance label of the driver's metrics.
@@ -102,7 +80,8 @@ DriverConfig read_driver_config(const fs::path &file)
     only_keys(file, root, {"driver", "metrics"}, "the file");
     auto *driver = root["driver"].as_table();
     if (!driver) throw ConfigError(file, 0, 0, "no [driver] table: name the driver to load");
-    only_keys(file, *driver, {"name", "path", "search_path", "options", "sha256", "allow_untrusted_file"}, "[driver]");
+    only_keys(file, *driver, {"name", "path", "search_path", "options", "tiers", "sha256", "allow_untrusted_file"},
+              "[driver]");
 
     DriverConfig config;
     config.file = fs::absolute(file);
@@ -159,10 +138,11 @@ DriverConfig read_driver_config(const fs::path &file)
         for (const auto &[key, value] : entries) {
             const std::string k =
                 whole_text(file, key->source(), std::string(key->str()), "an option's name in [driver.options]");
-            config.options.emplace_back(k, scalar_text(file, k, *value));
+            config.options.emplace_back(k, config_nodes::scalar_text(file, "option '" + k + "'", *value));
             config.option_positions.push_back({value->source().begin.line, value->source().begin.column});
         }
     }
+    if (const auto *tiers = driver->get("tiers")) read_tier_tables(file, *tiers, config);
     return config;
 }
 
@@ -197,6 +177,17 @@ Driver open_configured_driver(const Plugin &plugin, const DriverConfig &config, 
             }
             if (best != std::string::npos) break;
         }
+        // A tier's refusal, passed on by a driver made of drivers, names the
+        // tier ("tier 1 (file) refused: ... option 'root' ...") and then the
+        // tier's own option.
+        if (best == std::string::npos)
+            for (size_t i = 0; i < config.options.size(); ++i)
+                if (const auto tier = tier_of(config.options[i].first))
+                    if (const size_t named = said.find("tier " + std::to_string(tier->index) + " (");
+                        named != std::string::npos) {
+                        const size_t at = said.find("'" + tier->option + "'", named);
+                        if (at < best) best = at, which = i;
+                    }
         const bool overridden = best != std::string::npos &&
                                 std::any_of(extra.begin(), extra.end(),
                                             [&](const auto &o) { return o.first == config.options[which].first; });
@@ -206,9 +197,13 @@ Driver open_configured_driver(const Plugin &plugin, const DriverConfig &config, 
         // a URL with a password in it, is shown redacted, and no secret any
         // option holds is left in the rest of the message.
         const auto &[key, value] = config.options[which];
-        const bool hidden = plugin.secret_option(key) || holds_credentials(value);
+        const bool hidden = plugin.secret_option(key, all) || holds_credentials(value);
+        const auto tier = config.tier_tables ? tier_of(key) : std::nullopt;
+        const std::string named = tier ? "driver.tiers[" + std::to_string(tier->index) + "] (tier " +
+                                             std::to_string(tier->index) + "), key '" + tier->option + "'"
+                                       : "option '" + key + "'";
         throw ConfigError(config.file, at.line, at.column,
-                          without_secrets("option '" + key + "' = " +
+                          without_secrets(named + " = " +
                                               (hidden ? std::string(redacted_value) : "\"" + value + "\"") +
                                               " refused by driver " + plugin.name() + " (" + e.file() +
                                               "): [R-OPN-1] " + said,

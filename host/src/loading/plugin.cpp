@@ -472,7 +472,7 @@ Options Plugin::redacted(const Options &options) const
 {
     Options out = options;
     for (auto &[key, value] : out)
-        if (secret_option(key) || holds_credentials(value)) value = redacted_value;
+        if (secret_option(key, options) || holds_credentials(value)) value = redacted_value;
     return out;
 }
 
@@ -480,7 +480,7 @@ std::vector<std::string> Plugin::secrets_in(const Options &options) const
 {
     std::vector<std::string> out;
     for (const auto &[key, value] : options) {
-        if (secret_option(key) && !value.empty()) out.push_back(value);
+        if (secret_option(key, options) && !value.empty()) out.push_back(value);
         for (auto &c : credentials_in(value)) out.push_back(std::move(c));
     }
     // Longest first: a secret that holds another is replaced whole.

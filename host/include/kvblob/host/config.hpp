@@ -14,6 +14,19 @@
 //
 //   [metrics]                    # optional
 //   label = "prefill-0"          # the instance label of the driver's metrics
+//
+// A driver made of drivers (the tiered driver) takes its tiers as an array
+// of tables, top first, each naming its driver and that tier's options;
+// they reach the driver as tier.N.driver and tier.N.<option> (N the table's
+// index), after [driver.options]:
+//
+//   [[driver.tiers]]
+//   driver = "memory"            # a short name, or a path (relative to the file)
+//   capacity = "8G"
+//
+//   [[driver.tiers]]
+//   driver = "file"
+//   root = "/var/cache/kv"
 #pragma once
 
 #include <filesystem>
@@ -53,6 +66,7 @@ struct DriverConfig {
     std::string sha256;                              // empty: not pinned
     bool allow_untrusted_file = false;
     std::string metrics_label;  // [metrics] label: the instance label of the driver's metrics
+    size_t tier_tables = 0;     // [[driver.tiers]] tables given (their options are tier.N.*)
 };
 
 // Reads and checks file. Throws ConfigError.
@@ -64,9 +78,12 @@ Plugin load_configured_plugin(const DriverConfig &config);
 
 // Opens a driver of plugin with config's options, then extra (a later value
 // of one option wins in the driver). When the driver refuses an option of
-// the file's (R-OPN-1: its message names the option), that is a
+// the file's (R-OPN-1: its message names the option, or, for a tier's
+// option, the tier "tier N (" and then the tier's option), that is a
 // ConfigError at the option's line and column, like every other mistake in
-// the file; any other refusal is the loader's LoadError.
+// the file, naming the option (a tier's as driver.tiers[N] and its key);
+// any other refusal is the loader's LoadError. No secret is printed
+// (Plugin::secret_option among the options: a tier's secret too).
 Driver open_configured_driver(const Plugin &plugin, const DriverConfig &config, const Options &extra = {},
                               LogSink log = {});
 

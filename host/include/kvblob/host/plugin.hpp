@@ -73,7 +73,18 @@ public:
     // KVBLOB_OPTION_FLAG_SECRET (ABI 1.1), or looks_secret() for a driver
     // negotiated at 1.0 or for an option the driver does not describe.
     bool secret_option(std::string_view name) const;
-    // options with every secret value replaced by redacted_value.
+    // The same for an option given among options, which also knows the
+    // options of a driver made of drivers (the tiered driver): a key
+    // tier.N.<option> that this driver's table does not describe, given with
+    // tier.N.driver=NAME, is secret when NAME's plugin marks <option>
+    // secret among the tier's own options, so a tier's secret stays one
+    // whatever its name. NAME is found as the tiered driver finds its tiers
+    // (KVBLOB_DRIVER_PATH, then this plugin's folder). A tier driver that
+    // cannot be loaded has every option of its tier secret (err towards
+    // hiding).
+    bool secret_option(std::string_view name, const Options &options) const;
+    // options with every secret value (secret_option(key, options)) replaced
+    // by redacted_value.
     Options redacted(const Options &options) const;
     // The secrets options hold: every secret option's value, and what
     // credentials_in finds in any value. The host removes them from the

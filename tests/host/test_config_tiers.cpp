@@ -1,0 +1,147 @@
+// The tiered driver's tiers in an engine's config file: [[driver.tiers]]
+// tables become the flat tier.N.* options, the flat form still works, and
+// each mistake names the file, the table's index and the key.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kvblob/host/config.hpp"
+#include "support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A config file in a scratch folder, removed with the object.
+struct ConfigFile {
+    explicit ConfigFile(const std::string &text)
+    {
+        static int n = 0;
+        dir = fs::temp_directory_path() / ("kvblob-config-tiers-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+        fs::create_directories(dir);
+        path = dir / "engine.toml";
+        std::ofstream(path) << text;
+    }
+    ~ConfigFile() { fs::remove_all(dir); }
+    fs::path dir, path;
+};
+
+kvblob::ConfigError config_error(const std::string &text)
+{
+    ConfigFile f(text);
+    try {
+        kvblob::read_driver_config(f.path);
+    } catch (const kvblob::ConfigError &e) {
+        CHECK_MESSAGE(std::string(e.what()).find(f.path.string()) != std::string::npos, "names the file");
+        return e;
+    }
+    FAIL("accepted:\n" << text);
+    throw;
+}
+
+bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("config tiers: each [[driver.tiers]] table is tier N's driver and options, after [driver.options]")
+{
+    ConfigFile f("[driver]\nname = \"tiered\"\n"
+                 "[driver.options]\nworkers = 2\n"
+                 "[[driver.tiers]]\ndriver = \"memory\"\nstore = \"hot\"\ncapacity = \"8M\"\n"
+                 "[[driver.tiers]]\nroot = \"/var/cache/kv\"\ndriver = \"file\"\nfsync = true\n"
+                 "[[driver.tiers]]\ndriver = \"plugins/libkvblob_x.so\"\nport = 6379\n");
+    const auto config = kvblob::read_driver_config(f.path);
+    // The tier's driver first, then its options in the order written.
+    const kvblob::Options expected{{"workers", "2"},
+                                   {"tier.0.driver", "memory"},
+                                   {"tier.0.store", "hot"},
+                                   {"tier.0.capacity", "8M"},
+                                   {"tier.1.driver", "file"},
+                                   {"tier.1.root", "/var/cache/kv"},
+                                   {"tier.1.fsync", "true"},
+                                   {"tier.2.driver", (f.dir / "plugins/libkvblob_x.so").string()},
+                                   {"tier.2.port", "6379"}};
+    CHECK(config.options == expected);
+    CHECK(config.tier_tables == 3);
+    REQUIRE(config.option_positions.size() == expected.size());
+    CHECK(config.option_positions[1].line == 6);  // tier.0.driver
+    CHECK(config.option_positions[5].line == 10);  // tier.1.root
+}
+
+TEST_CASE("config tiers: the array form and the flat form open the same tiered store")
+{
+    TempDir root("kvblob-config-tiers");
+    for (const std::string &tiers :
+         {"[[driver.tiers]]\ndriver = \"memory\"\nstore = \"config-tiers-a\"\n"
+          "[[driver.tiers]]\ndriver = \"file\"\nroot = \"" + root.path() + "\"\n",
+          "[driver.options]\n\"tier.0.driver\" = \"memory\"\n\"tier.0.store\" = \"config-tiers-b\"\n"
+          "\"tier.1.driver\" = \"file\"\n\"tier.1.root\" = \"" + root.path() + "\"\n"}) {
+        CAPTURE(tiers);
+        ConfigFile f("[driver]\nname = \"tiered\"\n" + tiers);
+        const auto config = kvblob::read_driver_config(f.path);
+        const auto plugin = kvblob::load_configured_plugin(config);
+        auto driver = kvblob::open_configured_driver(plugin, config);
+        CHECK(driver.name() == "tiered");
+    }
+}
+
+TEST_CASE("config tiers: a mistake in a tier names the file, the table's index and the key")
+{
+    const std::string head = "[driver]\nname = \"tiered\"\n[[driver.tiers]]\ndriver = \"memory\"\n";
+    {
+        const auto e = config_error(head + "[[driver.tiers]]\nroot = \"/x\"\n");
+        CHECK(has(e.what(), "driver.tiers[1] (tier 1) has no key 'driver'"));
+        CHECK(e.line() == 5);
+    }
+    {
+        const auto e = config_error(head + "[[driver.tiers]]\ndriver = \"file\"\nroot = [\"/x\"]\n");
+        CHECK(has(e.what(), "driver.tiers[1] (tier 1), key 'root' must be a string, a number or a boolean"));
+        CHECK(e.line() == 7);
+    }
+    {
+        const auto e = config_error(head + "[[driver.tiers]]\ndriver = 3\n");
+        CHECK(has(e.what(), "driver.tiers[1] (tier 1), key 'driver': must be a non-empty string"));
+        CHECK(e.line() == 6);
+    }
+    {
+        const auto e = config_error(head + "[[driver.tiers]]\ndriver = \"file\"\nroot = \"/x\\u0000y\"\n");
+        CHECK(has(e.what(), "driver.tiers[1] (tier 1), key 'root' holds a NUL character"));
+    }
+    {
+        const auto e = config_error("[driver]\nname = \"tiered\"\ntiers = [\"memory\"]\n");
+        CHECK(has(e.what(), "driver.tiers[0] (tier 0) must be a table"));
+    }
+    {
+        const auto e = config_error("[driver]\nname = \"tiered\"\ntiers = 2\n");
+        CHECK(has(e.what(), "driver.tiers must be an array of tables"));
+    }
+    {
+        // Both spellings of the tiers: refused at the flat one.
+        const auto e = config_error("[driver]\nname = \"tiered\"\n[driver.options]\n\"tier.1.root\" = \"/x\"\n" +
+                                    head.substr(head.find("[[")));
+        CHECK(has(e.what(), "option 'tier.1.root' in [driver.options] gives a tier, and so does [[driver.tiers]]"));
+        CHECK(e.line() == 4);
+    }
+}
+
+TEST_CASE("config tiers: an option a tier's driver refuses is reported at its line, as the tier's key")
+{
+    TempDir root("kvblob-config-tiers");
+    ConfigFile f("[driver]\nname = \"tiered\"\n"
+                 "[[driver.tiers]]\ndriver = \"memory\"\nstore = \"config-tiers-refused\"\n"
+                 "[[driver.tiers]]\ndriver = \"file\"\nroot = \"" + root.path() + "\"\nno_such_option = 7\n");
+    const auto config = kvblob::read_driver_config(f.path);
+    const auto plugin = kvblob::load_configured_plugin(config);
+    try {
+        kvblob::open_configured_driver(plugin, config);
+        FAIL("opened");
+    } catch (const kvblob::ConfigError &e) {
+        CHECK(e.file() == fs::absolute(f.path));
+        CHECK(e.line() == 9);
+        CHECK(has(e.what(), "driver.tiers[1] (tier 1), key 'no_such_option' = \"7\" refused by driver tiered"));
+        CHECK(has(e.what(), "tier 1 (file)"));  // the tier's driver
+        CHECK(has(e.what(), "R-OPN-1"));        // and the rule it failed
+    }
+}

@@ -1,0 +1,119 @@
+// A tier's secret option stays secret through a driver made of drivers: the
+// tiered driver's table cannot describe tier.N.<option>, so the host asks
+// tier N's driver (Plugin::secret_option among the options). The fixture
+// libkvblob_fixture_option_flags.so flags its option "greeting" secret, a
+// name no guess would hide: only its table can say so.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kvblob/host/config.hpp"
+#include "kvblob/host/plugin.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string flagged = std::string(KVBLOB_FIXTURE_DIR) + "/libkvblob_fixture_option_flags.so";
+const std::string quiet = "quiet-greeting-7f3a";  // the flagged option's value: never shown
+
+std::string value_of(const kvblob::Options &options, const std::string &key)
+{
+    for (const auto &[k, v] : options)
+        if (k == key) return v;
+    return "(absent)";
+}
+
+bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("tier secrets: a tier's option is secret where the tier's driver flags it, whatever its name")
+{
+    const auto tiered = kvblob::Plugin::load("tiered");
+    const kvblob::Options options{{"tier.0.driver", "memory"}, {"tier.0.store", "tier-secrets"},
+                                  {"tier.0.token", "memory-token-9c1d"},  // memory flags token
+                                  {"tier.1.driver", flagged},           {"tier.1.greeting", quiet},
+                                  {"workers", "2"}};
+    CHECK_FALSE(kvblob::looks_secret("tier.1.greeting"));  // so the name alone would print it
+    CHECK(tiered.secret_option("tier.1.greeting", options));
+    CHECK(tiered.secret_option("tier.0.token", options));
+    CHECK_FALSE(tiered.secret_option("tier.0.store", options));
+    CHECK_FALSE(tiered.secret_option("tier.1.driver", options));
+    CHECK_FALSE(tiered.secret_option("workers", options));
+    const auto shown = tiered.redacted(options);
+    CHECK(value_of(shown, "tier.1.greeting") == kvblob::redacted_value);
+    CHECK(value_of(shown, "tier.0.token") == kvblob::redacted_value);
+    CHECK(value_of(shown, "tier.0.store") == "tier-secrets");
+    CHECK(value_of(shown, "tier.1.driver") == flagged);
+    const auto secrets = tiered.secrets_in(options);
+    CHECK(std::find(secrets.begin(), secrets.end(), quiet) != secrets.end());
+    CHECK(std::find(secrets.begin(), secrets.end(), "tier-secrets") == secrets.end());
+}
+
+TEST_CASE("tier secrets: a tier of tiers asks its own tiers, and a tier whose driver cannot load hides its options")
+{
+    const auto tiered = kvblob::Plugin::load("tiered");
+    const kvblob::Options nested{{"tier.0.driver", "memory"},
+                                 {"tier.1.driver", "tiered"},
+                                 {"tier.1.tier.0.driver", "memory"},
+                                 {"tier.1.tier.1.driver", flagged},
+                                 {"tier.1.tier.1.greeting", quiet}};
+    CHECK(tiered.secret_option("tier.1.tier.1.greeting", nested));
+    CHECK_FALSE(tiered.secret_option("tier.1.tier.0.driver", nested));
+    const kvblob::Options unloadable{{"tier.0.driver", "memory"},
+                                     {"tier.1.driver", "no-such-driver-here"},
+                                     {"tier.1.greeting", quiet}};
+    CHECK(tiered.secret_option("tier.1.greeting", unloadable));
+    // A key of no tier is judged by its name, as before.
+    CHECK(tiered.secret_option("tier.9.password", {}));
+    CHECK_FALSE(tiered.secret_option("tier.9.greeting", {}));
+}
+
+TEST_CASE("tier secrets: a refused tier option in a config file is reported without a tier's secret")
+{
+    // The fixture refuses its option 'fail'; its value repeats the secret
+    // greeting, which the host takes out of the report.
+    TempDir dir("kvblob-tier-secrets");
+    const fs::path file = fs::path(dir.path()) / "engine.toml";
+    std::ofstream(file) << "[driver]\nname = \"tiered\"\n"
+                        << "[[driver.tiers]]\ndriver = \"memory\"\nstore = \"tier-secrets-config\"\n"
+                        << "[[driver.tiers]]\ndriver = \"" << flagged << "\"\ngreeting = \"" << quiet << "\"\n"
+                        << "fail = \"" << quiet << "\"\n";
+    const auto config = kvblob::read_driver_config(file);
+    const auto plugin = kvblob::load_configured_plugin(config);
+    try {
+        kvblob::open_configured_driver(plugin, config);
+        FAIL("opened");
+    } catch (const kvblob::ConfigError &e) {
+        const std::string said = e.what();
+        CAPTURE(said);
+        CHECK(e.line() == 9);
+        CHECK(has(said, "driver.tiers[1] (tier 1), key 'fail'"));
+        CHECK_FALSE(has(said, quiet));
+        CHECK(has(said, kvblob::removed_secret));
+    }
+}
+
+TEST_CASE("tier secrets: the conformance runner prints a tier's secret nowhere")
+{
+    TempDir dir("kvblob-tier-secrets");
+    const std::string json = dir.path() + "/report.json";
+    // One quick check is enough: the header and the report carry the options.
+    const auto run = run_command(std::string(KVBLOB_CONFORMANCE_BIN) +
+                                 " --driver tiered --option tier.0.driver=memory --option tier.0.store=tier-secrets-run"
+                                 " --option tier.1.driver=" + flagged + " --option tier.1.greeting=" + quiet +
+                                 " --filter admission.no-rows --json " + json);
+    CAPTURE(run.output);
+    std::ifstream in(json);
+    std::stringstream report;
+    report << in.rdbuf();
+    CHECK(has(report.str(), "tier.1.greeting"));  // the report names the option
+    CHECK_FALSE(has(report.str(), quiet));         // and not its value
+    CHECK_FALSE(has(run.output, quiet));
+}
