@@ -142,6 +142,7 @@ void concurrency_two_drivers(Context &c)
 {
     auto a = c.open();
     auto b = c.open();
+    c.require_round_trip(a, 16384, "the second driver does not see the first driver's object");
     GuardedBuffer src(16384), dst(16384);
     fill_pattern(src.data(), src.size(), 77);
     auto rs = c.reg(a, src);
@@ -184,6 +185,7 @@ void concurrency_one_key_two_drivers(Context &c)
     auto a = c.open(), b = c.open(), reader = c.open();
     // A get before either put ends reads the key absent.
     c.require_absent_not_ready(reader, "a READY get read a writer's object");
+    c.require_round_trip(reader, size, "a get racing two puts of its key read neither whole object");
     GuardedBuffer sa(size), sb(size), dr(size), df(size);
     fill_pattern(sa.data(), size, 51);
     fill_pattern(sb.data(), size, 52);

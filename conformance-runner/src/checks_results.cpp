@@ -48,12 +48,23 @@ void results_paging_and_order(Context &c)
     // Rows in an order that is neither the keys' nor the puts'.
     const char *names[] = {"m", "y", "z", "q", "a", "b"};
     const uint64_t from[] = {2 * n, 0, 0, 3 * n, 0, n};  // where each stored one came from
+    // A gap after each destination span: a row that writes past its span
+    // is caught there (R-REG-3), never read as the next row's destination
+    // written.
+    constexpr uint64_t gap = 64, stride = n + gap;
     Batch get;
-    for (uint64_t i = 0; i < 6; ++i) get.row(c.key(names[i]), {make_span(rd, i * n, n)});
+    for (uint64_t i = 0; i < 6; ++i) get.row(c.key(names[i]), {make_span(rd, i * stride, n)});
     c.require_absent_not_ready(d, "rows a and y, never put, are told from the stored rows");
     auto op = c.admit(d, OpKind::get, get);
     expect(c.settle(d, op), "R-ACC-2", "get did not settle");
     const auto all = page(d, op, 0, 6);
+    for (uint64_t i = 0; i < 6; ++i)
+        for (uint64_t b = 0; b < gap; ++b)
+            expect(dst.data()[i * stride + n + b] == 0x5C, "R-REG-3",
+                   "get row " + std::to_string(i) + " (key " + names[i] + ", " +
+                       kvblob_row_result_name(all[i].result) + "): the driver wrote the byte at offset " +
+                       std::to_string(n + b) + " of its " + std::to_string(n) + "-byte span, " +
+                       std::to_string(b + 1) + " past its end (a gap the battery left after it)");
     for (uint64_t i = 0; i < 6; ++i) {
         const std::string name = names[i];
         const auto res = all[i].result;
@@ -64,7 +75,7 @@ void results_paging_and_order(Context &c)
                          "(a get of that key alone is not READY)");
             if (res == KVBLOB_ROW_MISS)
                 for (uint64_t b = 0; b < n; ++b)
-                    expect(dst.data()[i * n + b] == 0x5C, "R-ROW-3",
+                    expect(dst.data()[i * stride + b] == 0x5C, "R-ROW-3",
                            row + " is MISS and its destination was written");
         }
         else if (name == "q")
@@ -72,7 +83,7 @@ void results_paging_and_order(Context &c)
                    row + " of an object of another size is " + kvblob_row_result_name(res));
         else
             expect(res == KVBLOB_ROW_READY &&
-                       std::memcmp(dst.data() + i * n, src.data() + from[i], n) == 0,
+                       std::memcmp(dst.data() + i * stride, src.data() + from[i], n) == 0,
                    "R-ROW-1",
                    row + " is " + kvblob_row_result_name(res) +
                        ", or holds another row's bytes: results follow the rows, not the keys");

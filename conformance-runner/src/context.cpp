@@ -1,14 +1,18 @@
 #include "context.hpp"
 
 #include <cstddef>
+#include <cstring>
 #include <optional>
 #include <thread>
 
 #include "access_wait.hpp"
 #include "check_metrics.hpp"
+#include "fault_site.hpp"
+#include "starvation.hpp"
 
 #include "kvblob/host/capabilities.hpp"
 #include "kvblob/host/key_codec.hpp"
+#include "kvblob/host/printable.hpp"
 
 namespace kvblob::conformance {
 
@@ -110,7 +114,10 @@ kvblob_status Context::try_register(Driver &d, const kvblob_region_desc_t &desc,
     kvblob_status st = d.table().register_region(d.handle(), &desc, out, err, sizeof err);
     err[sizeof err - 1] = '\0';
     if (why) *why = err;
-    if (st == KVBLOB_OK && *out) ledger_.add(d.handle(), *out);
+    if (st == KVBLOB_OK && *out) {
+        ledger_.add(d.handle(), *out);
+        note_region(*out, desc.base);
+    }
     return st;
 }
 
@@ -124,6 +131,7 @@ kvblob_region_t *Context::register_desc(Driver &d, const kvblob_region_desc_t &d
            std::string("registering a live ") + (desc.kind == KVBLOB_MEMORY_DEVICE ? "DEVICE" : "HOST") +
                " region was refused: " + kvblob_status_name(st) + " " + err);
     ledger_.add(d.handle(), region);
+    note_region(region, desc.base);
     return region;
 }
 
@@ -143,6 +151,7 @@ kvblob_op_t *Context::submit(Driver &d, OpKind kind, Batch &batch, kvblob_status
     char err[512] = {0};
     kvblob_op_t *op = nullptr;
     const kvblob_batch_t &raw = batch.get();
+    note_spans(kind, raw);  // a guarded fault is then named by its row (fault_site.hpp)
     kvblob_status st = slot(d.handle(), &raw, &op, err, sizeof err);
     err[sizeof err - 1] = '\0';
     if (status) *status = st;
@@ -209,6 +218,11 @@ bool Context::settle(Driver &d, kvblob_op_t *op) const
     const bool bounded = d.has(KVBLOB_CAP_ACCESS_BOUND);
     OpenWatch open_after_final;
     auto pause = std::chrono::microseconds(1);
+    // What the machine gives this process once the wait has gone on a
+    // while (most waits end in microseconds, and the watch reads /proc):
+    // a wait that runs out on a starved machine decides nothing.
+    const auto watch_from = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(op_timeout / 10, 1s);
+    std::optional<WaitWatch> watch;
     for (;;) {
         uint32_t fin = 0;
         d.table().poll(d.handle(), op, &fin);
@@ -224,7 +238,14 @@ bool Context::settle(Driver &d, kvblob_op_t *op) const
                                                   ms_text(std::chrono::nanoseconds(d.caps().access_end_bound_ns)) +
                                                   " (the battery waits " + ms_text(access_wait(d.caps())) + ")");
         }
-        if (now > deadline) return false;
+        if (now > deadline) {
+            if (const auto waited = watch ? std::optional(watch->figures()) : std::nullopt; waited && starved(*waited))
+                throw Starved("machine starved: " + figures_text(*waited) +
+                              ", too little to decide whether the operation turns final with access ended (R-ACC-2) "
+                              "within " + std::to_string(op_timeout.count()) + " ms; rerun on a machine with CPU to spare");
+            return false;
+        }
+        if (!watch && now > watch_from) watch.emplace();
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::microseconds(2000));
     }
@@ -243,7 +264,8 @@ std::vector<kvblob_row_status_t> Context::results(Driver &d, kvblob_op_t *op, ui
     return out;
 }
 
-std::vector<kvblob_row_status_t> Context::run(Driver &d, OpKind kind, Batch &batch) const
+std::vector<kvblob_row_status_t> Context::run(Driver &d, OpKind kind, Batch &batch,
+                                              std::vector<std::string> *said) const
 {
     kvblob_op_t *op = admit(d, kind, batch);
     expect(settle(d, op), "R-ACC-2",
@@ -253,6 +275,11 @@ std::vector<kvblob_row_status_t> Context::run(Driver &d, OpKind kind, Batch &bat
     for (uint64_t i = 0; i < r.size(); ++i)
         expect(kind != OpKind::put || r[i].result != KVBLOB_ROW_MISS, "R-ROW-1",
                "row " + std::to_string(i) + ": MISS is never a put's result");
+    if (said) {
+        said->assign(r.size(), "");
+        for (uint64_t i = 0; i < r.size(); ++i)
+            if (r[i].result != KVBLOB_ROW_READY) (*said)[i] = message(d, op, i);
+    }
     expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1",
            "release refused for a final operation whose access ended");
     return r;
@@ -282,6 +309,41 @@ void Context::require_absent_not_ready(Driver &d, const std::string &use, OpKind
     throw Blocked(kind == OpKind::get ? "data.miss.untouched" : "data.absent-is-miss",
                   std::string("a ") + to_string(kind) + " of a key never put answered READY, so this check cannot "
                   "read a " + to_string(kind) + " that is not READY as proof that " + use);
+}
+
+void Context::require_round_trip(Driver &d, uint64_t size, const std::string &use) const
+{
+    GuardedBuffer src(size), dst(size);
+    fill_pattern(src.data(), size, 4242);
+    std::memset(dst.data(), 0, size);
+    auto rs = reg(d, src), rd = reg(d, dst);
+    const std::string k = key("round-trip/" + std::to_string(size));
+    Batch put, get;
+    put.row(k, {make_span(rs, 0, size)});
+    get.row(k, {make_span(rd, 0, size)});
+    std::vector<std::string> put_said, get_said;
+    const auto p = run(d, OpKind::put, put, &put_said).at(0).result;
+    const auto g = run(d, OpKind::get, get, &get_said).at(0).result;
+    // The buffers go on return: their registrations end first.
+    expect(unreg(d, rs) == KVBLOB_OK && unreg(d, rd) == KVBLOB_OK, "R-REG-1",
+           "unregister of an idle region was refused");
+    const bool same = g == KVBLOB_ROW_READY && std::memcmp(src.data(), dst.data(), size) == 0;
+    if (p == KVBLOB_ROW_READY && same) return;
+    const std::string row = "one row of " + std::to_string(size) + " bytes";
+    throw Blocked("the data.round-trip checks",
+                  p != KVBLOB_ROW_READY
+                      ? "a put of " + row + " answered " + kvblob_row_result_name(p) + said_text(put_said[0]) +
+                            ", so this check cannot read a get that is not READY as proof that " + use
+                      : "a put of " + row + " answered READY and a get of it on the same driver answered " +
+                            (g == KVBLOB_ROW_READY ? std::string("READY with other bytes")
+                                                   : kvblob_row_result_name(g) + said_text(get_said[0])) +
+                            ", so this check cannot read a get that is not READY as proof that " + use);
+}
+
+std::string said_text(const std::string &said)
+{
+    return said.empty() ? " (the driver gave no message for the row)"
+                        : " (the driver says of the row: '" + printable(said) + "')";
 }
 
 std::string Context::message(Driver &d, kvblob_op_t *op, uint64_t row) const

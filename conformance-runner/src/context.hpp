@@ -35,6 +35,10 @@ Offer offer_of(const Driver &d);
 // Why check cannot run on a driver with this offer; empty when it can.
 std::string missing_need(const Check &check, const Offer &offer);
 
+// What a driver said of a row (its row_message), as a failure quotes it:
+// " (the driver says of the row: '...')", its control characters escaped.
+std::string said_text(const std::string &said);
+
 // Regions a check registered through Context::reg and has not unregistered.
 // Checks register from several threads at once (concurrency.threads).
 class RegionLedger {
@@ -144,7 +148,10 @@ public:
     bool settle(Driver &d, kvblob_op_t *op) const;
     std::vector<kvblob_row_status_t> results(Driver &d, kvblob_op_t *op, uint64_t rows) const;
     // admit + settle + results + release; the results of a whole operation.
-    std::vector<kvblob_row_status_t> run(Driver &d, OpKind kind, Batch &batch) const;
+    // said, when given, receives what the driver says of each row that is
+    // not READY (row_message, read before the release), "" for the others.
+    std::vector<kvblob_row_status_t> run(Driver &d, OpKind kind, Batch &batch,
+                                         std::vector<std::string> *said = nullptr) const;
     kvblob_row_result run_one(Driver &d, OpKind kind, const std::string &key,
                               std::vector<kvblob_span_t> spans = {}) const;
     std::string message(Driver &d, kvblob_op_t *op, uint64_t row) const;
@@ -169,6 +176,13 @@ public:
     // rule. use says what the check reads the answer as ("a refused put
     // stored nothing").
     void require_absent_not_ready(Driver &d, const std::string &use, OpKind kind = OpKind::get) const;
+    // The same for a round trip: a check that reads a get by another
+    // driver, or one racing a put, that is not READY as evidence for its own
+    // rule first asks here whether one row of size bytes put on d and got
+    // back on d is READY with its bytes. Where it is not, the check is
+    // Blocked by the data.round-trip checks, with the size, what the put
+    // answered and what the driver said of the row.
+    void require_round_trip(Driver &d, uint64_t size, const std::string &use) const;
 
     // A line the report prints beside the check's status, whatever it is
     // (memory kept alive on purpose, say).

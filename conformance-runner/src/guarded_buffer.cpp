@@ -55,26 +55,44 @@ GuardedBuffer::GuardedBuffer(size_t size) : size_(size), exceptions_at_birth_(st
 {
     const size_t p = page();
     usable_size_ = (size + canary_min + p - 1) / p * p;
-    map_size_ = usable_size_ + 2 * p;
+    map_size_ = usable_size_ + (1 + trailing_guard_pages) * p;
     void *m = mmap(nullptr, map_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) throw std::bad_alloc();
     map_ = static_cast<uint8_t *>(m);
     mprotect(map_, p, PROT_NONE);
-    mprotect(map_ + p + usable_size_, p, PROT_NONE);
+    mprotect(map_ + p + usable_size_, trailing_guard_pages * p, PROT_NONE);
     usable_ = map_ + p;
     data_ = usable_ + usable_size_ - size_;  // the last byte touches the guard page
     std::memset(usable_, canary_byte, usable_size_ - size_);
     remember(map_, map_size_);
 }
 
-bool is_guarded_address(const void *addr)
+bool guarded_mapping_of(const void *addr, uintptr_t *start, uintptr_t *end)
 {
     const auto a = reinterpret_cast<uintptr_t>(addr);
     for (const auto &m : mappings) {
-        const uintptr_t start = m.start.load(std::memory_order_relaxed);
-        if (start && a >= start && a < m.end.load(std::memory_order_relaxed)) return true;
+        const uintptr_t s = m.start.load(std::memory_order_relaxed), e = m.end.load(std::memory_order_relaxed);
+        if (s && a >= s && a < e) {
+            *start = s, *end = e;
+            return true;
+        }
     }
     return false;
+}
+
+bool is_guarded_address(const void *addr)
+{
+    uintptr_t start = 0, end = 0;
+    return guarded_mapping_of(addr, &start, &end);
+}
+
+bool lift_guard(const void *addr)
+{
+    uintptr_t start = 0, end = 0;
+    if (!guarded_mapping_of(addr, &start, &end)) return false;
+    const uintptr_t p = page(), at = reinterpret_cast<uintptr_t>(addr) / p * p;
+    if (at <= start || at + p >= end) return false;
+    return mprotect(reinterpret_cast<void *>(at), p, PROT_READ | PROT_WRITE) == 0;
 }
 
 GuardedBuffer::~GuardedBuffer()

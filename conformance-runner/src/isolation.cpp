@@ -1,6 +1,8 @@
 #include "isolation.hpp"
 
+#include "fault_site.hpp"
 #include "guarded_buffer.hpp"
+#include "report.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -9,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +42,7 @@ const char *to_string(Status s)
     case Status::xpass: return "XPASS";
     case Status::blocked: return "BLOCKED";
     case Status::not_exercised: return "NOT_EXERCISED";
+    case Status::starved: return "TIMEOUT";
     }
     return "?";
 }
@@ -83,7 +87,25 @@ void append_hex(char *&out, uintptr_t v)
 // span after it said access ended: a FAIL of R-REG-3, not a crash. Its
 // address goes to the fault channel (the runner words the FAIL). Any other
 // fault falls through to the default action (CRASH).
-void on_fault(int sig, siginfo_t *info, void *)
+// Whether the faulting access was a write: 1, 0, or -1 where the machine's
+// context does not say (x86-64's page-fault error code does).
+int was_write(void *context)
+{
+#if defined(__x86_64__) && defined(REG_ERR)
+    return (static_cast<ucontext_t *>(context)->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#else
+    (void)context;
+    return -1;
+#endif
+}
+
+// The fault is noted (fault_site.hpp) and goes to the fault channel; then
+// the touched guard page is lifted and the driver goes on, so the check and
+// its cleanup end as they would (what the check left is counted, not
+// unknown), and the check's FAIL names the row and offset. A touch of a
+// mapping's outermost page (the driver ran on past four guard pages) still
+// ends the process there.
+void on_fault(int sig, siginfo_t *info, void *context)
 {
     if (fault_fd >= 0 && is_guarded_address(info->si_addr)) {
         char msg[32];
@@ -91,6 +113,8 @@ void on_fault(int sig, siginfo_t *info, void *)
         append_hex(out, reinterpret_cast<uintptr_t>(info->si_addr));
         *out++ = '\n';
         (void)!write(fault_fd, msg, static_cast<size_t>(out - msg));
+        note_guarded_fault(info->si_addr, was_write(context));
+        if (lift_guard(info->si_addr)) return;
         _exit(0);
     }
     // Any other signal takes its default action: raised again here, it is
@@ -115,6 +139,10 @@ void report_guarded_faults(int fd)
 
 namespace {
 std::optional<std::chrono::steady_clock::time_point> run_deadline;
+
+// A verdict's word on the report channel: the status's own, but for a
+// starved check, which is shown as TIMEOUT and must not read as one.
+const char *wire_word(Status s) { return s == Status::starved ? "STARVED" : to_string(s); }
 }  // namespace
 
 void request_stop() { stop_flag = 1; }
@@ -134,8 +162,9 @@ std::optional<Outcome> verdict_of(const std::vector<std::string> &records)
     for (const auto &record : records) {
         const auto nl = record.find('\n');
         const std::string word = record.substr(0, nl);
-        for (Status s : {Status::pass, Status::fail, Status::not_supported, Status::blocked, Status::not_exercised})
-            if (word == to_string(s)) verdict = Outcome{s, nl == std::string::npos ? "" : record.substr(nl + 1)};
+        for (Status s : {Status::pass, Status::fail, Status::not_supported, Status::blocked, Status::not_exercised,
+                         Status::starved})
+            if (word == wire_word(s)) verdict = Outcome{s, nl == std::string::npos ? "" : record.substr(nl + 1)};
         if (!verdict && record.rfind("left ", 0) != 0 && !is_check_metrics_record(record)) verdict = Outcome{Status::crash, "unreadable result: " + word};
     }
     return verdict;
@@ -375,9 +404,17 @@ Outcome judge(const Records &records, const std::string &fault, int status, cons
                     " the check did not write: code in the driver's process wrote to a descriptor it does not "
                     "own, and what the check reported cannot be trusted",
                 left};
-    // A fault in guarded memory fails the check, whatever it reported before.
-    if (!fault.empty()) return guarded_fault(fault, left);
-    if (auto verdict = verdict_of(records.authentic)) {
+    // A fault in guarded memory fails the check, whatever it reported before;
+    // the check's own R-REG-3 FAIL names its row and offset (fault_site.hpp).
+    auto verdict = verdict_of(records.authentic);
+    if (!fault.empty()) {
+        if (verdict && verdict->status == Status::fail && failed_rule(*verdict) == "R-REG-3") {
+            verdict->left = left;
+            return *verdict;
+        }
+        return guarded_fault(fault, left);
+    }
+    if (verdict) {
         verdict->left = left;
         // The cleanup removes the check's keys and closes its drivers: a
         // driver that crashes or hangs there breaks the contract as surely
@@ -407,8 +444,12 @@ void run_child_body(const std::function<Outcome()> &body, const std::function<Le
 {
     report_guarded_faults(child_fault_fd);
     start_counting_check();
-    const Outcome o = body();
-    write_record(key, fd, std::string(to_string(o.status)) + "\n" + o.message);
+    Outcome o = body();
+    // A touch of guarded memory fails the check, whatever it found; named
+    // here by its row where the span is known (the runner names the address
+    // otherwise, judge below).
+    if (auto site = first_fault_text(); !site.empty()) o = {Status::fail, site};
+    write_record(key, fd, std::string(wire_word(o.status)) + "\n" + o.message);
     write_record(key, fd, check_metrics_record());
     write_record(key, fd, to_wire(clean_up()));
     _exit(0);  // no destructors: a broken driver's threads may still run

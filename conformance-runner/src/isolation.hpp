@@ -14,7 +14,9 @@
 
 namespace kvblob::conformance {
 
-enum class Status { pass, fail, not_supported, skipped, timeout, crash, xfail, xpass, blocked, not_exercised };
+// starved: a check's wait ran out while the machine starved its process of
+// the CPU (starvation.hpp); shown as TIMEOUT, counted apart from failures.
+enum class Status { pass, fail, not_supported, skipped, timeout, crash, xfail, xpass, blocked, not_exercised, starved };
 const char *to_string(Status s);
 
 // What the driver wrote to the standard output of a check's process (or the

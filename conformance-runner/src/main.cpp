@@ -3,7 +3,7 @@
 //
 // Exit codes: 0 conformant; 1 checks failed; 2 usage error; 3 the plugin was
 // refused by the loader, or its probe gave no answer; 4 run incomplete; 5 no
-// check ran.
+// check ran; 6 undecided (nothing failed, but the machine starved checks).
 #include <CLI/CLI.hpp>
 
 #include <fnmatch.h>
@@ -158,7 +158,8 @@ CLI::Option *add_flags(CLI::App &app, Settings &s)
     app.footer("Exit codes: 0 conformant; 1 checks failed (or the driver stopped answering: --give-up-after); "
                "2 usage error; 3 plugin refused by the loader, or its probe (one open and close) gave no answer; "
                "4 run incomplete (interrupted, or --run-timeout passed); 5 no check ran (the selection ran none, or "
-               "the driver supports none of it): the run certifies nothing.");
+               "the driver supports none of it): the run certifies nothing; 6 undecided: nothing failed, but the "
+               "machine starved checks of the CPU while they waited (TIMEOUT, machine starved): rerun them.");
     return json_opt;
 }
 
@@ -522,6 +523,7 @@ int run_battery(char **argv, const Settings &s, const Options &options, const st
     if (run.gave_up) return 1;
     if (tally.incomplete) return 4;
     if (tally.verdict() == "NO CHECK RAN") return 5;
+    if (tally.verdict().rfind("UNDECIDED", 0) == 0) return 6;
     return tally.conformant() ? 0 : 1;
 }
 

@@ -1,6 +1,7 @@
 #include "probe.hpp"
 
 #include "kvblob/host/version.hpp"
+#include "starvation.hpp"
 
 #include <unistd.h>
 
@@ -186,6 +187,8 @@ Outcome CheckRun::body()
         return {Status::fail, f.what()};
     } catch (const Blocked &b) {
         return {Status::blocked, b.what()};
+    } catch (const Starved &s) {
+        return {Status::starved, s.what()};
     } catch (const RunnerCannot &n) {
         return {Status::not_exercised, n.what()};
     } catch (const NotSupported &n) {

@@ -30,6 +30,10 @@ struct Tally {
     // Checks this runner could not exercise (its build, its machine): never
     // the driver's doing, so they count apart and fail nothing.
     int not_exercised = 0;
+    // Checks whose wait ran out while the machine starved their process of
+    // the CPU (TIMEOUT, machine starved): undecided, neither failed nor
+    // passed, so the run is not conformant either; their ids.
+    std::vector<std::string> starved;
     // --strict: the run judges the driver whole. A waived failure (XFAIL)
     // fails, and so does an applicable check left out by --filter/--exclude.
     bool strict = false;
@@ -58,10 +62,13 @@ struct Tally {
     void add(const Row &row);
     bool conformant() const
     {
-        return failed == 0 && xpass == 0 && blocked == 0 && !incomplete && ran > 0 && !(strict && unselected > 0);
+        return failed == 0 && xpass == 0 && blocked == 0 && starved.empty() && !incomplete && ran > 0 &&
+               !(strict && unselected > 0);
     }
     // "CONFORMANT", "NOT CONFORMANT", "NO CHECK RAN" (a selection that runs
-    // nothing, or a driver that supports nothing, certifies nothing), or
+    // nothing, or a driver that supports nothing, certifies nothing),
+    // "UNDECIDED: ..." (nothing failed, but the machine starved checks that
+    // then could not decide; exit 6), or
     // "CONFORMANT EXCEPT WAIVED MUST CHECKS: a, b" (CI may stay green on
     // waivers, the claim of full conformance may not).
     std::string verdict() const;

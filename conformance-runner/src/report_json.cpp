@@ -66,6 +66,7 @@ void json_summary(std::ostream &out, const Tally &t)
         << ",\"not_run\":" << t.not_run
         << ",\"passed\":" << t.passed << ",\"failed\":" << t.failed << ",\"skipped\":" << t.skipped
         << ",\"not_supported\":" << t.unsupported << ",\"xfail\":" << t.xfail << ",\"xpass\":" << t.xpass << ",\"blocked\":" << t.blocked << ",\"not_exercised\":" << t.not_exercised
+        << ",\"starved\":" << json_string_array(t.starved)
         << ",\"strict\":" << (t.strict ? "true" : "false") << ",\"unselected\":" << t.unselected
         << ",\"shard\":" << (t.shard.empty() ? "null" : json_quote(t.shard)) << ",\"other_shards\":" << t.other_shards
         << ",\"waived\":" << json_string_array(t.waived) << ",\"stdout\":{\"bytes\":" << t.stdout_bytes

@@ -22,7 +22,7 @@ std::string first_line(const Outcome &o)
 void write_junit(std::ostream &x, const std::string &driver_name, const std::vector<Row> &rows, const Tally &t)
 {
     x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvblob-conformance\" tests=\"" << rows.size()
-      << "\" failures=\"" << t.failed + t.xpass << "\" errors=\"" << t.blocked << "\" skipped=\""
+      << "\" failures=\"" << t.failed + t.xpass << "\" errors=\"" << t.blocked + t.starved.size() << "\" skipped=\""
       << t.skipped + t.unsupported + t.not_exercised + t.xfail << "\">\n";
     // What the run left in the store, for CI that keeps an eye on it.
     x << "  <properties><property name=\"left_keys\" value=\"" << t.left_keys
@@ -41,6 +41,11 @@ void write_junit(std::ostream &x, const std::string &driver_name, const std::vec
         // Not judged: a behaviour the check reads as evidence is broken.
         case Status::blocked:
             x << "<error message=\"" << esc(first_line(r.outcome)) << "\">" << body << "</error>";
+            break;
+        // Not judged either: the machine starved the check's wait.
+        case Status::starved:
+            x << "<error message=\"" << esc(first_line(r.outcome)) << "\" type=\"machine-starved\">" << body
+              << "</error>";
             break;
         default:
             x << "<failure message=\"" << esc(first_line(r.outcome)) << "\""

@@ -22,6 +22,7 @@ void Tally::add(const Row &row)
     case Status::xpass: ++xpass; break;
     case Status::blocked: ++blocked; break;
     case Status::not_exercised: ++not_exercised; break;
+    case Status::starved: starved.push_back(row.check->id); break;
     default: ++failed; break;
     }
     const Leftover &left = row.outcome.left;
@@ -60,7 +61,15 @@ std::string stdout_text(const StdoutSeen &out)
 
 std::string Tally::verdict() const
 {
-    if (failed == 0 && xpass == 0 && blocked == 0 && !incomplete && ran == 0) return "NO CHECK RAN";
+    const bool none_failed = failed == 0 && xpass == 0 && blocked == 0 && !incomplete;
+    if (none_failed && ran == 0) return "NO CHECK RAN";
+    if (none_failed && !starved.empty()) {
+        std::string out = "UNDECIDED:";
+        out += " the machine starved " + std::to_string(starved.size()) +
+                          (starved.size() == 1 ? " check" : " checks") + " of the CPU (";
+        for (size_t i = 0; i < starved.size(); ++i) out += (i ? ", " : "") + starved[i];
+        return out + "); rerun on a machine with CPU to spare";
+    }
     if (!conformant()) return "NOT CONFORMANT";
     if (waived.empty()) return "CONFORMANT";
     std::string out = "CONFORMANT EXCEPT WAIVED MUST CHECKS:";
@@ -123,8 +132,10 @@ void print_summary(std::ostream &out, const Tally &t, const std::string &key_pre
         out << "); a driver reports through its log service, and an engine's stdout is the engine's\n";
     }
     out << t.passed << " passed, " << t.failed << " failed, " << t.skipped << " skipped, " << t.unsupported
-        << " not supported, " << t.not_exercised << " not exercised by this runner, " << t.xfail << " xfail, " << t.xpass << " xpass, " << t.blocked << " blocked\n"
-        << t.verdict() << "\n";
+        << " not supported, " << t.not_exercised << " not exercised by this runner, " << t.xfail << " xfail, " << t.xpass << " xpass, " << t.blocked << " blocked";
+    // Said only where it happened: the counts line stays as scripts read it.
+    if (!t.starved.empty()) out << ", " << t.starved.size() << " starved (TIMEOUT, machine starved)";
+    out << "\n" << t.verdict() << "\n";
     if (!t.shard.empty())
         out << "shard " << t.shard << ": " << t.other_shards << (t.other_shards == 1 ? " check" : " checks")
             << " left to the other shards; the verdict is this shard's\n";
