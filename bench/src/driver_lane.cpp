@@ -56,6 +56,12 @@ public:
         // Then where the point wants them (and checked there): a tier of
         // the tiered driver.
         if (s_.placement) s_.placement->place(keys_.get());
+        // --tier promoted: one get from below, which promotes every row.
+        if (s_.placement && s_.placement->promotes() && p_.op == BenchOp::get) {
+            Sample first = run(OpKind::get, KVBLOB_ROW_READY);
+            if (first.errors) throw std::runtime_error("the get that promotes failed: " + first.error);
+            s_.placement->check_promoted(keys_.get());
+        }
     }
 
     Sample step() override

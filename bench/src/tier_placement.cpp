@@ -59,17 +59,20 @@ TierStores::TierStores(const Plugin &tiered, const LoadOptions &load, const Opti
         tiers_.push_back(std::move(tier));
     }
     if (tiers_.size() < 2) throw std::runtime_error("--tier: the options give fewer than two tiers");
-    if (place_ == TierPlace::bottom)
+    if (place_ != TierPlace::top)
         for (size_t t = 0; t + 1 < tiers_.size(); ++t)
             if (!tiers_[t]->handle->has(KVBLOB_CAP_REMOVE))
-                throw std::runtime_error("--tier bottom: tier " + std::to_string(t) + " (" + tiers_[t]->driver +
-                                         ") cannot remove, so rows cannot be kept out of it");
+                throw std::runtime_error("--tier " + std::string(place_name()) + ": tier " + std::to_string(t) + " (" +
+                                         tiers_[t]->driver + ") cannot remove, so rows cannot be kept out of it");
     for (const auto &tier : tiers_)
         if (!tier->handle->has(KVBLOB_CAP_PROBE))
             throw std::runtime_error("--tier: tier (" + tier->driver + ") cannot probe, so placement cannot be checked");
 }
 
-const char *TierStores::place_name() const { return place_ == TierPlace::top ? "top" : "bottom"; }
+const char *TierStores::place_name() const
+{
+    return place_ == TierPlace::top ? "top" : place_ == TierPlace::bottom ? "bottom" : "promoted";
+}
 
 uint64_t TierStores::held_in(const Tier &tier, const kvblob_batch_t &keys) const
 {
@@ -84,8 +87,8 @@ void TierStores::remove_above_bottom(const kvblob_batch_t &keys) const
     for (size_t t = 0; t + 1 < tiers_.size(); ++t)
         for (const auto &row : settled(tiers_[t]->handle->submit(OpKind::remove, keys)))
             if (row.result != KVBLOB_ROW_READY && row.result != KVBLOB_ROW_MISS)
-                throw std::runtime_error("--tier bottom: tier " + std::to_string(t) + " (" + tiers_[t]->driver +
-                                         ") would not remove a row: " + kvblob_row_result_name(row.result));
+                throw std::runtime_error("--tier " + std::string(place_name()) + ": tier " + std::to_string(t) + " (" +
+                                         tiers_[t]->driver + ") would not remove a row: " + kvblob_row_result_name(row.result));
 }
 
 void TierStores::place(const kvblob_batch_t &keys) const
@@ -108,6 +111,15 @@ void TierStores::place(const kvblob_batch_t &keys) const
         throw elsewhere(rows - held, bottom, "out of");
 }
 
+void TierStores::check_promoted(const kvblob_batch_t &keys) const
+{
+    const uint64_t rows = keys.row_count;
+    if (const uint64_t held = held_in(*tiers_.front(), keys); held != rows)
+        throw std::runtime_error("--tier promoted: a get from the bottom tier left " + std::to_string(rows - held) +
+                                 " of " + std::to_string(rows) + " rows out of tier 0 (" + tiers_.front()->driver +
+                                 "): they were not promoted");
+}
+
 void TierStores::restore(const kvblob_batch_t &keys) const
 {
     if (place_ == TierPlace::bottom) remove_above_bottom(keys);
@@ -115,7 +127,7 @@ void TierStores::restore(const kvblob_batch_t &keys) const
 
 Baseline TierStores::reference(const DriverLaneSettings &lane) const
 {
-    const size_t t = place_ == TierPlace::top ? 0 : tiers_.size() - 1;
+    const size_t t = place_ == TierPlace::bottom ? tiers_.size() - 1 : 0;
     Driver *driver = &*tiers_[t]->handle;
     DriverLaneSettings settings = lane;
     settings.run_id += "/alone";

@@ -9,12 +9,15 @@
 //   bottom  only in the bottom tier: removed from every tier above after
 //           the warm-up and again after every timed step (a get READY from
 //           below promotes the row into the tiers above, and the next get
-//           would find it at the top), untimed.
+//           would find it at the top), untimed;
+//   promoted  only in the bottom tier, then got once through the tiered
+//           driver, which promotes them: the gets measured are the second,
+//           each row back in the top tier by promotion (checked there).
 //
 // Each point's figures come with the same point measured on the tier's
-// driver alone, in the same run: the memory driver alone for top (tier 0's
-// driver), the bottom driver alone for bottom, as the point's baseline, so
-// its ratio is tiered / that driver.
+// driver alone, in the same run: tier 0's driver alone (the memory driver)
+// for top and promoted, the bottom tier's driver alone for bottom, as the
+// point's baseline, so its ratio is tiered / that driver.
 #pragma once
 
 #include <memory>
@@ -29,7 +32,7 @@
 
 namespace kvblob::bench {
 
-enum class TierPlace { top, bottom };
+enum class TierPlace { top, bottom, promoted };
 
 // The tiers of a tiered driver's options, opened directly. Throws
 // std::runtime_error naming the tier when one cannot be found or opened.
@@ -44,6 +47,10 @@ public:
     // the point wants them, and checks they are: throws std::runtime_error
     // saying how many rows are elsewhere, and in which tier.
     void place(const kvblob_batch_t &keys) const;
+    // promoted: after place(), the lane gets its rows once through the
+    // tiered driver; then this checks each is back in the top tier.
+    bool promotes() const { return place_ == TierPlace::promoted; }
+    void check_promoted(const kvblob_batch_t &keys) const;
     // After a timed step: puts them back (bottom: out of the tiers above).
     void restore(const kvblob_batch_t &keys) const;
     // The point measured on the reference driver alone (tier 0's for top,

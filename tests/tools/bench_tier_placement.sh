@@ -15,7 +15,10 @@ short="--sizes 4K,64K --batch 4 --duration 0.05 --json"
 # top: rows written through and found in tier 0; measured against the
 # memory driver alone. bottom: rows only in tier 1 (removed from tier 0
 # after the warm-up and after every step); against the file driver alone.
-for want in "top|memory driver alone (tier 0)" "bottom|file driver alone (tier 1)"; do
+# promoted: rows only in tier 1, got once (which promotes each into tier 0,
+# checked there): the gets measured are the second; against memory alone.
+for want in "top|memory driver alone (tier 0)" "bottom|file driver alone (tier 1)" \
+  "promoted|memory driver alone (tier 0)"; do
   place=${want%%|*} baseline=${want#*|}
   # shellcheck disable=SC2086
   out=$("$bench" --driver tiered $stack --tier "$place" --ops get,probe $short 2>&1) ||
@@ -40,6 +43,17 @@ rc=$?
 echo "$out" | grep -qF "the warm-up left 2 of 2 rows out of tier 0 (memory)" ||
   { echo "$out"; fail "a top tier too small: the bench does not say the rows are out of tier 0"; }
 echo "--tier top with a top tier too small: refused, naming tier 0"
+# The same for promoted: the promotion a full top tier skips leaves the rows
+# below, and the bench says they were not promoted.
+# shellcheck disable=SC2086
+out=$("$bench" --driver tiered --option tier.0.driver=memory --option tier.0.store=bench-tier-small2-$$ \
+  --option tier.0.capacity=16K --option tier.1.driver=file --option "tier.1.root=$root" --tier promoted --ops get \
+  --sizes 64K --batch 2 --duration 0.05 2>&1)
+rc=$?
+[ "$rc" -eq 1 ] || { echo "$out"; fail "promoted into a top tier too small: exit $rc, not 1"; }
+echo "$out" | grep -qF "left 2 of 2 rows out of tier 0 (memory): they were not promoted" ||
+  { echo "$out"; fail "promoted into a top tier too small: the bench does not say the rows were not promoted"; }
+echo "--tier promoted with a top tier too small: refused, the rows not promoted"
 
 # --tier is the tiered driver's alone.
 out=$("$bench" --driver memory --tier top --sizes 4K --duration 0.05 2>&1)
