@@ -76,11 +76,24 @@ ${kvblob_about}
 This package holds the ABI and host headers, the CMake package
 (find_package(kvblob)), the driver template, the contract and the
 vendor guide, and depends on what building the template needs.")
-set(CPACK_DEBIAN_TOOLS_DESCRIPTION "kvblob tools: driver inspection, conformance battery, bench
+# The programs this build made (a runner-only build makes three), and their
+# manual pages where help2man made them (cmake/kvblobManPages.cmake).
+set(kvblob_tools)
+foreach(tool IN ITEMS kvblob-info kvblob-conformance kvblob-soak kvblob-bench kvblob-engine)
+  if(TARGET ${tool})
+    list(APPEND kvblob_tools ${tool})
+  endif()
+endforeach()
+list(JOIN kvblob_tools ", " kvblob_tools)
+set(kvblob_tools_pages "")
+if(HELP2MAN)
+  set(kvblob_tools_pages " and their manual pages")
+endif()
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "command-line tools to inspect, test and measure kvblob drivers
 ${kvblob_about}
 .
-This package holds kvblob-info, kvblob-conformance, kvblob-soak,
-kvblob-bench and kvblob-engine, with their manual pages.")
+This package holds these programs${kvblob_tools_pages}:
+${kvblob_tools}.")
 set(CPACK_DEBIAN_DRIVERS_DESCRIPTION "bundled kvblob store drivers
 ${kvblob_about}
 .
@@ -106,8 +119,10 @@ set(CPACK_COMPONENT_PYTHON_DEPENDS lib)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
     "cmake (>= 3.22), gcc | c-compiler, g++ | c++-compiler, libc6-dev | libc-dev, make | ninja-build")
 set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "python3, python3-numpy")
-set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS kvblob-drivers)
-set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS kvblob-drivers)
+if(drivers IN_LIST CPACK_COMPONENTS_ALL)  # not in a runner-only build
+  set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS kvblob-drivers)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS kvblob-drivers)
+endif()
 set(CPACK_DEBIAN_DRIVERS_PACKAGE_ENHANCES "${CPACK_DEBIAN_LIB_PACKAGE_NAME}")
 # Debian's place for what may be done with each package: a copyright file
 # in /usr/share/doc/<package>/. It says the truth: no licence chosen yet.
