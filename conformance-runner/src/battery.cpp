@@ -47,7 +47,9 @@ const std::vector<Check> &battery()
         add_data_checks(all);
         add_admission_checks(all);
         add_refusal_checks(all);
+        add_refusal_limit_checks(all);
         add_results_checks(all);
+        add_results_wide_checks(all);
         add_lifetime_checks(all);
         add_concurrency_checks(all);
         add_scenario_checks(all);

@@ -1,8 +1,9 @@
 // What the ABI's size rules promise a host of each version (R-CAP-2;
 // abi/include/kvblob/types.h and driver.h): a driver writes no member past
 // the capability record's struct_size and reads none past the services
-// record's; at ABI 1.0 it declares no bit that 1.0 does not define; it
-// declares KVBLOB_CAP_NOTIFY only where the host lent a notify service.
+// record's; at ABI 1.0 it declares no bit that 1.0 does not define and
+// calls no notify, whatever the size of the services record; it declares
+// KVBLOB_CAP_NOTIFY only where the host lent a notify service.
 //
 // The host's loader zero-fills the bytes past a 1.0 record and refuses a bit
 // it does not know, so these checks call the table's open slot themselves,
@@ -30,18 +31,23 @@ constexpr size_t tail_bytes = 64;
 // shape (Check::host) opens it: the capability record sized for the
 // negotiated version and followed by untouched_byte; the services record
 // sized likewise, and where it is 1.0's, a notify member past its size that
-// only a driver reading beyond the record would find and call.
+// only a driver reading beyond the record would find and call. roomy: at
+// 1.0, a services record with room for every 1.1 member, notify set in it:
+// what 1.0 defines is the same whatever the record's size (R-CAP-2), so a
+// driver that goes by the size, not the version, declares or calls notify.
 class RawDriver {
 public:
-    explicit RawDriver(const Context &c) : table_(c.plugin().table()), abi_(c.plugin().abi_version())
+    explicit RawDriver(const Context &c, bool roomy = false)
+        : table_(c.plugin().table()), abi_(c.plugin().abi_version()), roomy_(roomy && abi_ < KVBLOB_ABI_1_1)
     {
         const bool v1_1 = abi_ >= KVBLOB_ABI_1_1;
         std::memset(&services_, 0, sizeof services_);
-        services_.s.struct_size = v1_1 ? sizeof(kvblob_host_services_t) : KVBLOB_HOST_SERVICES_SIZE_1_0;
+        services_.s.struct_size = v1_1 || roomy_ ? sizeof(kvblob_host_services_t) : KVBLOB_HOST_SERVICES_SIZE_1_0;
         services_.s.context = this;
         services_.s.log = [](void *, kvblob_log_level, const char *) {};
         // A 1.1 record here lends no notify (these checks run as a polling
-        // host); a 1.0 record ends before the member, where the tripwire lies.
+        // host); a 1.0 record ends before the member, where the tripwire
+        // lies, or (roomy) holds it, where 1.0 gives it no meaning.
         services_.s.notify = v1_1 ? nullptr : &RawDriver::tripwire;
 
         std::memset(caps_bytes_, untouched_byte, sizeof caps_bytes_);
@@ -73,7 +79,13 @@ public:
         if (handle_ && table_.drain(handle_, 5'000'000'000ull) == KVBLOB_OK) table_.close(handle_);
     }
 
-    std::string host_words() const { return "a host of ABI " + abi_version_text(abi_) + " lending no notify service"; }
+    std::string host_words() const
+    {
+        if (roomy_)
+            return "a host of ABI 1.0 whose services record has " + std::to_string(sizeof(kvblob_host_services_t)) +
+                   " bytes (room for every 1.1 member, notify set)";
+        return "a host of ABI " + abi_version_text(abi_) + " lending no notify service";
+    }
 
     // Where the driver wrote past the capability record; empty when nowhere.
     std::string written_past_caps() const
@@ -134,6 +146,7 @@ private:
 
     const kvblob_plugin_t &table_;
     uint32_t abi_;
+    bool roomy_;
     // The services record and what lies past it, in one piece.
     struct {
         kvblob_host_services_t s;
@@ -177,6 +190,21 @@ void open_abi_1_0(Context &c)
     expect(d->tripped() == 0, "R-CAP-2",
            "the driver called notify " + std::to_string(d->tripped()) +
                " time(s) from past the end of a 1.0 services record");
+    // Again with a services record large enough for every 1.1 member: 1.0
+    // still defines no notify, and no 1.1 bit.
+    d.reset();
+    auto roomy = std::make_unique<RawDriver>(c, true);
+    const auto roomy_past = roomy->written_past_caps();
+    expect(roomy_past.empty(), "R-CAP-2",
+           "open by " + roomy->host_words() + " wrote past the capability record's struct_size, at " + roomy_past);
+    const uint64_t roomy_beyond = roomy->flags() & ~KVBLOB_CAP_KNOWN_MASK_1_0;
+    expect(roomy_beyond == 0, "R-CAP-2",
+           "open by " + roomy->host_words() + " declared " + bit_names(roomy_beyond) +
+               ", which ABI 1.0 does not define, whatever the size of the services record");
+    roomy->exercise(c);
+    expect(roomy->tripped() == 0, "R-CAP-2",
+           "the driver called notify " + std::to_string(roomy->tripped()) + " time(s), opened by " +
+               roomy->host_words() + ": ABI 1.0 defines no notify, whatever the size of the services record");
 }
 
 void open_notify_unlent(Context &c)
@@ -199,7 +227,8 @@ void add_version_checks(std::vector<Check> &out)
     const Check checks[] = {
         {"open.abi-1.0", {"R-CAP-2"}, Level::must, 0, {},
          "opened by a host of ABI 1.0, the driver writes nothing past the 1.0 capability record, declares no "
-         "bit 1.0 does not define, and never calls the notify member a 1.0 services record does not hold",
+         "bit 1.0 does not define, and never calls notify, whether the services record ends before that member "
+         "or has room for every 1.1 member",
          open_abi_1_0, {KVBLOB_ABI_1_0, false}},
         {"open.notify-unlent", {"R-CAP-2"}, Level::must, 0, {},
          "opened at ABI 1.1 by a host that lends no notify service, the driver does not declare notify, "

@@ -25,9 +25,11 @@
  *   R-LOAD-7  Each option description has a struct_size, a known type and a
  *             non-empty name, and no name appears twice (validate).
  *   R-LOAD-8  At open, the capability record has no reserved bit or member
- *             set, every limit is positive, max_spans_per_row is 1 without
- *             KVBLOB_CAP_MULTI_SPAN, and the probe/remove slots are non-NULL
- *             when their capability is declared (stage init; R-CAP-1).
+ *             set (a bit the negotiated version does not define, such as a
+ *             1.1 bit at 1.0, is reserved), every limit is positive,
+ *             max_spans_per_row is 1 without KVBLOB_CAP_MULTI_SPAN, and the
+ *             probe/remove slots are non-NULL when their capability is
+ *             declared (stage init; R-CAP-1).
  *   R-LOAD-9  An open that fails returns a status other than KVBLOB_OK, a
  *             NULL driver and a message (stage init; R-OPN-1 when the
  *             status is KVBLOB_E_BAD_OPTION).

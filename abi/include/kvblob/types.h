@@ -166,7 +166,8 @@ typedef uint32_t kvblob_access;
 #define KVBLOB_CAP_MULTI_SPAN (UINT64_C(1) << 3)
 #define KVBLOB_CAP_PROBE (UINT64_C(1) << 4)
 #define KVBLOB_CAP_REMOVE (UINT64_C(1) << 5)
-/* The bits ABI 1.0 defines; a driver negotiated at 1.0 sets no other. */
+/* The bits ABI 1.0 defines; a driver negotiated at 1.0 sets no other,
+ * whatever the size of the services record it was lent (R-CAP-2, R-LOAD-8). */
 #define KVBLOB_CAP_KNOWN_MASK_1_0 (UINT64_C(0x3F))
 
 /* Since ABI 1.1. The driver calls kvblob_host_services_t.notify for every
