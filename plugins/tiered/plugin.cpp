@@ -12,7 +12,7 @@ using support::option;
 
 namespace {
 
-constexpr std::array<kvblob_option_desc_t, 5> own_options = {{
+constexpr std::array<kvblob_option_desc_t, 6> own_options = {{
     option(KVBLOB_OPTION_INT, "workers", "4", nullptr,
            "Worker threads; each runs one operation at a time through the tiers. Tiers are given as "
            "tier.N.driver=NAME (N = 0 the top, then 1, 2 ... without gaps; at least two) and "
@@ -22,8 +22,11 @@ constexpr std::array<kvblob_option_desc_t, 5> own_options = {{
            "back: READY once the top tier stored it; the tiers below are written from the driver's own copy by "
            "a thread of its own, drained by drain and close."),
     option(KVBLOB_OPTION_BYTES, "write_back_queue_bytes", "256M", nullptr,
-           "write=back: bytes of rows waiting to be written below, at most. A row that does not fit is "
-           "DECLINED (try again later); no row is larger (max_object_bytes is at most this)."),
+           "write=back: bytes of rows waiting to be written below, at most; a put waits for room. No row is "
+           "larger (max_object_bytes is at most this)."),
+    option(KVBLOB_OPTION_INT, "write_back_queue_rows", "4096", nullptr,
+           "write=back: rows waiting to be written below, at most (each is one write to every tier below, so "
+           "this bounds how long a drain waits for small rows); a put waits for room."),
     option(KVBLOB_OPTION_BYTES, "top_bytes", "0", nullptr,
            "Bytes the top tier may hold of what this driver put or promoted there; past it the least recently "
            "used objects held below are evicted first. 0: no budget, evict only when the top tier DECLINES."),

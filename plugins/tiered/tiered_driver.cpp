@@ -172,6 +172,9 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
     settings.workers = support::worker_count(o);
     settings.write_back = o.text("write") == "back";
     settings.write_back_queue_bytes = o.bytes("write_back_queue_bytes");
+    const int64_t queue_rows = o.integer("write_back_queue_rows");
+    if (queue_rows < 1) throw support::OptionError("option 'write_back_queue_rows': at least 1");
+    settings.write_back_queue_rows = static_cast<uint64_t>(queue_rows);
     settings.top_bytes = o.bytes("top_bytes");
     const int64_t lru_keys = o.integer("lru_keys");
     if (lru_keys < 1) throw support::OptionError("option 'lru_keys': at least 1");
@@ -260,7 +263,7 @@ TieredDriver::TieredDriver(const kvblob_caps_t &caps, const kvblob_host_services
 {
     hooks_offered_ = hooks_of(tiers_);
     if (settings_.write_back)
-        write_back_ = std::make_unique<WriteBack>(settings_.write_back_queue_bytes,
+        write_back_ = std::make_unique<WriteBack>(settings_.write_back_queue_bytes, settings_.write_back_queue_rows,
                                                   [this](Block &block) { return write_below(block); });
     workers_.start(settings_.workers);
 }
@@ -765,64 +768,70 @@ void TieredDriver::write_back(TieredOp &op, std::vector<size_t> rows, std::vecto
     if (full_pool_staged_.load()) through.swap(rows);
     else through = hold_back(op, rows);
 
-    // Room in the queue, row by row: a row that does not fit now is
-    // DECLINED, stored nowhere.
-    std::vector<size_t> admitted;
-    for (size_t i : rows) {
-        if (write_back_->reserve(op.rows[i].total)) {
-            admitted.push_back(i);
+    // As many rows as the queue has room for at a time, waiting for room.
+    for (size_t next = 0; next < rows.size();) {
+        std::vector<uint64_t> sizes;
+        for (size_t k = next; k < rows.size(); ++k) sizes.push_back(op.rows[rows[k]].total);
+        const size_t n = write_back_->reserve_some(sizes);
+        if (n == 0) {  // larger than the queue: not admitted (max_object_bytes)
+            answers[rows[next]] = {KVBLOB_ROW_DECLINED, 0, "larger than write_back_queue_bytes", false};
+            ++next;
             continue;
         }
-        answers[i] = {KVBLOB_ROW_DECLINED, 0,
-                      "the write=back queue is full (write_back_queue_bytes=" +
-                          std::to_string(write_back_->limit()) + "): try again once it drains",
-                      false};
-    }
-    if (!admitted.empty()) {
-        {
-            std::vector<std::string> keys;
-            for (size_t i : admitted) keys.push_back(op.rows[i].key);
-            std::shared_lock lock(evict_mu_);
-            write_back_->claim(keys);
-        }
-        auto top = put_top(op, admitted, true);
-        Block block;
-        for (size_t k = 0; k < admitted.size(); ++k) {
-            const size_t i = admitted[k];
-            const support::Row &row = op.rows[i];
-            if (top[k].result == KVBLOB_ROW_READY) {
-                block.rows.push_back({row.key, block.reserved, row.total});
-                block.reserved += row.total;
-                answers[i] = {KVBLOB_ROW_READY, 0, {}, false};
-                continue;
-            }
-            write_back_->unreserve(row.total);
-            write_back_->unclaim(row.key);
-            // A full top tier that nothing could be evicted from is a cache
-            // that is skipped: the row is written through below it.
-            if (top[k].result == KVBLOB_ROW_DECLINED && !top[k].refused) through.push_back(i);
-            else answers[i] = std::move(top[k]);
-        }
-        if (!block.rows.empty()) {
-            // The driver's own copy, taken while the caller's access is open.
-            block.bytes.resize(std::max<uint64_t>(block.reserved, 1));
-            for (size_t k = 0, r = 0; k < admitted.size(); ++k) {
-                const size_t i = admitted[k];
-                if (answers[i].result != KVBLOB_ROW_READY || r == block.rows.size() ||
-                    block.rows[r].key != op.rows[i].key)
-                    continue;
-                uint8_t *to = block.bytes.data() + block.rows[r].offset;
-                for (const support::SpanRef &span : op.rows[i].spans) {
-                    if (span.length) std::memcpy(to, span.data, span.length);
-                    to += span.length;
-                }
-                drop(recency_.hold(op.rows[i].key, op.rows[i].total, false));
-                ++r;
-            }
-            write_back_->push(std::move(block));
-        }
+        std::vector<size_t> admitted(rows.begin() + next, rows.begin() + next + n);
+        next += n;
+        back_chunk(op, admitted, answers, through);
     }
     if (!through.empty()) write_through(op, through, answers);
+}
+
+// Rows whose room in the queue is reserved: into the top tier, then, those
+// it stored, copied into the queue.
+void TieredDriver::back_chunk(TieredOp &op, const std::vector<size_t> &admitted, std::vector<TierAnswer> &answers,
+                              std::vector<size_t> &through)
+{
+    {
+        std::vector<std::string> keys;
+        for (size_t i : admitted) keys.push_back(op.rows[i].key);
+        std::shared_lock lock(evict_mu_);
+        write_back_->claim(keys);
+    }
+    auto top = put_top(op, admitted, true);
+    Block block;
+    for (size_t k = 0; k < admitted.size(); ++k) {
+        const size_t i = admitted[k];
+        const support::Row &row = op.rows[i];
+        if (top[k].result == KVBLOB_ROW_READY) {
+            block.rows.push_back({row.key, block.reserved, row.total});
+            block.reserved += row.total;
+            answers[i] = {KVBLOB_ROW_READY, 0, {}, false};
+            continue;
+        }
+        write_back_->unreserve(row.total);
+        write_back_->unclaim(row.key);
+        // A full top tier that nothing could be evicted from is a cache
+        // that is skipped: the row is written through below it.
+        if (top[k].result == KVBLOB_ROW_DECLINED && !top[k].refused) through.push_back(i);
+        else answers[i] = std::move(top[k]);
+    }
+    if (!block.rows.empty()) {
+        // The driver's own copy, taken while the caller's access is open.
+        block.bytes.resize(std::max<uint64_t>(block.reserved, 1));
+        for (size_t k = 0, r = 0; k < admitted.size(); ++k) {
+            const size_t i = admitted[k];
+            if (answers[i].result != KVBLOB_ROW_READY || r == block.rows.size() ||
+                block.rows[r].key != op.rows[i].key)
+                continue;
+            uint8_t *to = block.bytes.data() + block.rows[r].offset;
+            for (const support::SpanRef &span : op.rows[i].spans) {
+                if (span.length) std::memcpy(to, span.data, span.length);
+                to += span.length;
+            }
+            drop(recency_.hold(op.rows[i].key, op.rows[i].total, false));
+            ++r;
+        }
+        write_back_->push(std::move(block));
+    }
 }
 
 std::vector<bool> TieredDriver::write_below(Block &block)

@@ -65,6 +65,7 @@ struct LogForward {
 struct Settings {
     bool write_back = false;             // write=back; write=through otherwise
     uint64_t write_back_queue_bytes = 0;  // write=back: the queue's limit
+    uint64_t write_back_queue_rows = 0;   // write=back: and in rows
     uint64_t top_bytes = 0;              // the top tier's byte budget (0: none)
     size_t lru_keys = 0;                 // keys the recency record holds at most
     unsigned workers = 1;
@@ -133,6 +134,8 @@ private:
     // into the write-back queue. A row the top tier DECLINED even after
     // eviction is written through instead.
     void write_back(TieredOp &op, std::vector<size_t> rows, std::vector<TierAnswer> &answers);
+    void back_chunk(TieredOp &op, const std::vector<size_t> &admitted, std::vector<TierAnswer> &answers,
+                    std::vector<size_t> &through);
     // A put of rows into the top tier, making room first for the byte
     // budget and, where the tier DECLINES, by evicting least recently used
     // objects held below, then asking again.

@@ -2,17 +2,25 @@
 
 namespace kvblob::tiered {
 
-WriteBack::WriteBack(uint64_t limit, Writer writer) : limit_(limit), writer_(std::move(writer))
+WriteBack::WriteBack(uint64_t limit, uint64_t row_limit, Writer writer)
+    : limit_(limit), row_limit_(row_limit), writer_(std::move(writer))
 {
     thread_ = std::thread([this] { loop(); });
 }
 
-bool WriteBack::reserve(uint64_t bytes)
+size_t WriteBack::reserve_some(const std::vector<uint64_t> &sizes)
 {
-    std::lock_guard lock(mu_);
-    if (bytes > limit_ || used_ > limit_ - bytes) return false;
-    used_ += bytes;
-    return true;
+    if (sizes.empty() || sizes[0] > limit_) return 0;
+    const auto fits = [&](uint64_t bytes) { return used_ <= limit_ - bytes && rows_used_ < row_limit_; };
+    std::unique_lock lock(mu_);
+    // The writer frees room as it writes (it never waits for a put).
+    done_cv_.wait(lock, [&] { return fits(sizes[0]); });
+    size_t n = 0;
+    while (n < sizes.size() && sizes[n] <= limit_ && fits(sizes[n])) {
+        used_ += sizes[n++];
+        ++rows_used_;
+    }
+    return n;
 }
 
 void WriteBack::unreserve(uint64_t bytes)
@@ -20,6 +28,7 @@ void WriteBack::unreserve(uint64_t bytes)
     {
         std::lock_guard lock(mu_);
         used_ -= bytes;
+        --rows_used_;
     }
     done_cv_.notify_all();
 }
@@ -117,6 +126,7 @@ void WriteBack::loop()
             if (it != pending_.end() && --it->second == 0) pending_.erase(it);
         }
         used_ -= block.reserved;
+        rows_used_ -= block.rows.size();
         writing_ = false;
         done_cv_.notify_all();
     }

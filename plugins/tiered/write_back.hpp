@@ -2,12 +2,14 @@
 // tiered driver's own memory and written to the tiers below by one thread
 // of their own, in order of arrival.
 //
-// Bounded in bytes: a put reserves room for its rows before it starts, and
-// a row that does not fit is DECLINED (the caller may try again later,
-// R-ROW-2) rather than waiting, so a worker never blocks on a slow tier
-// below. drain and close wait until every queued row was written below (or
-// failed); a row the bottom tier did not store is logged by the writer and
-// counted here, never dropped silently.
+// Bounded in bytes and in rows (each row is one write below, so the row
+// bound bounds how long a drain waits for small rows): a put reserves room
+// for its rows before it stores them in the top tier, and waits for room
+// where there is none, so puts go at the pace of the tiers below once the
+// queue is full (nothing is DECLINED for it). drain and close wait until
+// every queued row was written below (or failed); a row the bottom tier did
+// not store is logged by the writer and counted here, never dropped
+// silently.
 #pragma once
 
 #include <chrono>
@@ -40,14 +42,17 @@ public:
     // stored it.
     using Writer = std::function<std::vector<bool>(Block &)>;
 
-    WriteBack(uint64_t limit, Writer writer);
+    WriteBack(uint64_t limit, uint64_t row_limit, Writer writer);
     ~WriteBack() { finish(); }
     WriteBack(const WriteBack &) = delete;
     WriteBack &operator=(const WriteBack &) = delete;
 
     uint64_t limit() const { return limit_; }
-    // Room for bytes more: false (nothing reserved) when they do not fit.
-    bool reserve(uint64_t bytes);
+    uint64_t row_limit() const { return row_limit_; }
+    // Reserves room for the first rows of sizes (bytes each), as many as
+    // fit, waiting until the first fits; how many (0 only for a first row
+    // larger than the limit, which can never fit).
+    size_t reserve_some(const std::vector<uint64_t> &sizes);
     void unreserve(uint64_t bytes);
     // The keys a put is about to store in the top tier are pending from
     // now (claim) until written below, or until the put did not store them
@@ -73,13 +78,13 @@ public:
 private:
     void loop();
 
-    const uint64_t limit_;
+    const uint64_t limit_, row_limit_;
     Writer writer_;
     mutable std::mutex mu_;
     std::condition_variable work_cv_, done_cv_;
     std::deque<Block> queue_;
     bool writing_ = false, stopping_ = false;
-    uint64_t used_ = 0;  // reserved: queued, being written, or about to be
+    uint64_t used_ = 0, rows_used_ = 0;  // reserved: queued, being written, or about to be
     std::unordered_map<std::string, uint64_t> pending_;
     uint64_t written_ = 0, failed_ = 0;
     std::thread thread_;

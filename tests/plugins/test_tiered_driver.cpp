@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -356,32 +357,29 @@ TEST_CASE("tiered: a write=back row the bottom tier refuses is logged and counte
     CHECK(stored(top, "wbf/a", 4096) == pattern);  // the only copy: never evicted, never dropped
 }
 
-TEST_CASE("tiered: past write_back_queue_bytes a write=back put's row is DECLINED and stored nowhere")
+TEST_CASE("tiered: a write=back put larger than its queue waits for room, and every row is READY and written below")
 {
     TempDir root("kvblob-tiered");
     const std::string store = unique_store("tiered-back-queue");
-    DriverHarness tiered("tiered",
-                         memory_over_file(store, root.path(), {{"write", "back"}, {"write_back_queue_bytes", "8K"}}));
+    DriverHarness tiered("tiered", memory_over_file(store, root.path(),
+                                                    {{"write", "back"}, {"write_back_queue_bytes", "8K"},
+                                                     {"write_back_queue_rows", "2"}}));
     CHECK(tiered.driver().caps().max_object_bytes <= 8192);  // no row larger than the queue
-    auto src = tiered.buffer(3 * 4096, 0x5a);
-    // One put reserves room for its rows in order before any is written
-    // below: the third does not fit.
+    // Seven rows, the queue has room for two: the put goes in turns, each
+    // waiting for the writer to free room.
+    constexpr int rows = 7;
+    auto src = tiered.buffer(rows * 4096);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 67);
     Batch put;
-    for (int r = 0; r < 3; ++r) put.row("wbq/" + std::to_string(r), {make_span(src.handle(), r * 4096, 4096)});
-    auto op = tiered.submit(OpKind::put, put);
-    REQUIRE(op.wait(std::chrono::seconds(60)));
-    const auto results = op.results();
-    CHECK(results[0].result == KVBLOB_ROW_READY);
-    CHECK(results[1].result == KVBLOB_ROW_READY);
-    CHECK(results[2].result == KVBLOB_ROW_DECLINED);
-    CHECK(op.message(2).find("write_back_queue_bytes") != std::string::npos);
+    for (int r = 0; r < rows; ++r) put.row("wbq/" + std::to_string(r), {make_span(src.handle(), r * 4096, 4096)});
+    for (const auto &row : tiered.run(OpKind::put, put)) CHECK(row.result == KVBLOB_ROW_READY);
     REQUIRE(tiered.driver().drain(std::chrono::seconds(120)) == KVBLOB_OK);
-    DriverHarness top("memory", {{"store", store}});
     DriverHarness file("file", {{"root", root.path()}});
-    CHECK(holds(file, "wbq/0"));
-    CHECK(holds(file, "wbq/1"));
-    CHECK_FALSE(holds(top, "wbq/2"));
-    CHECK_FALSE(holds(file, "wbq/2"));
+    for (int r = 0; r < rows; ++r) {
+        const auto bytes = stored(file, "wbq/" + std::to_string(r), 4096);
+        REQUIRE(bytes.size() == 4096);
+        CHECK(std::equal(bytes.begin(), bytes.end(), src.bytes.begin() + r * 4096));
+    }
 }
 
 namespace {
@@ -410,11 +408,15 @@ TEST_CASE("tiered: write=back over a stopped Redis server is READY from the top 
     const std::string store = unique_store("tiered-back-redis");
     const std::string key = "tiered-wb-redis/" + store;
     DriverHarness tiered("tiered", {{"tier.0.driver", "memory"}, {"tier.0.store", store}, {"tier.1.driver", "redis"},
-                                    {"tier.1.url", url}, {"tier.1.command_timeout_ms", "300000"}, {"write", "back"}});
+                                    {"tier.1.url", url}, {"tier.1.command_timeout_ms", "300000"}, {"write", "back"},
+                                    {"write_back_queue_rows", "1"}});
     auto src = tiered.buffer(4096);
     fill_pattern(src.bytes.data(), src.bytes.size(), 53);
+    DriverHarness top("memory", {{"store", store}});
     REQUIRE(::kill(pid, SIGSTOP) == 0);
     kvblob_row_result result = KVBLOB_ROW_PENDING;
+    bool second_in_top = true;
+    std::optional<kvblob::Operation> second;
     {
         // The server cannot have stored anything until it is continued.
         Batch put;
@@ -422,16 +424,27 @@ TEST_CASE("tiered: write=back over a stopped Redis server is READY from the top 
         auto op = tiered.submit(OpKind::put, put);
         const bool final = op.wait(std::chrono::seconds(60));
         if (final) result = op.results()[0].result;
+        // The queue (one row) is full while the server is stopped: the next
+        // put waits for room, so it has not reached the top tier.
+        Batch next;
+        next.row(key + "/2", {make_span(src.handle(), 0, 4096)});
+        second.emplace(tiered.submit(OpKind::put, next));
+        if (final) second_in_top = holds(top, key + "/2");
         ::kill(pid, SIGCONT);
         REQUIRE(final);
     }
     CHECK(result == KVBLOB_ROW_READY);
-    DriverHarness top("memory", {{"store", store}});
+    CHECK_FALSE(second_in_top);
+    REQUIRE(second->wait(std::chrono::seconds(240)));
+    CHECK(second->results()[0].result == KVBLOB_ROW_READY);
+    second.reset();
     CHECK(holds(top, key));
     REQUIRE(tiered.driver().drain(std::chrono::seconds(240)) == KVBLOB_OK);
     DriverHarness redis("redis", {{"url", url}});
     CHECK(stored(redis, key, 4096) == src.bytes);
+    CHECK(stored(redis, key + "/2", 4096) == src.bytes);
     CHECK(redis.one(OpKind::remove, key) == KVBLOB_ROW_READY);
+    CHECK(redis.one(OpKind::remove, key + "/2") == KVBLOB_ROW_READY);
 }
 
 // ---- eviction ------------------------------------------------------------------
