@@ -117,3 +117,17 @@ TEST_CASE("tier secrets: the conformance runner prints a tier's secret nowhere")
     CHECK_FALSE(has(report.str(), quiet));         // and not its value
     CHECK_FALSE(has(run.output, quiet));
 }
+
+TEST_CASE("tier secrets: the battery opens a tiered driver with a secret in each option a tier's driver flags")
+{
+    // The tiered driver's own table flags nothing; the memory driver flags
+    // token. The check had nothing to judge (NOT_SUPPORTED) before it asked
+    // the tiers.
+    const auto run = run_command(std::string(KVBLOB_CONFORMANCE_BIN) +
+                                 " --driver tiered --option tier.0.driver=memory --option tier.0.store=tier-secrets-hot"
+                                 " --option tier.1.driver=memory --option tier.1.store=tier-secrets-cold"
+                                 " --filter open.secret-unspoken");
+    CAPTURE(run.output);
+    CHECK(run.exit_code == 0);
+    CHECK(has(run.output, "[PASS] open.secret-unspoken"));
+}
