@@ -95,11 +95,32 @@ TEST_CASE("tiered faults: the Redis tier killed mid-run, upper rows still READY,
     for (const auto &r : top.run(OpKind::probe, held_keys)) REQUIRE(r.result == KVBLOB_ROW_READY);
     for (const auto &r : top.run(OpKind::probe, below_keys)) REQUIRE(r.result == KVBLOB_ROW_MISS);
 
-    // The server dies (SIGKILL: no goodbye on its connections).
+    // The server dies with a get in flight: stopped (SIGSTOP) before a get
+    // of held and lower rows together is submitted, so the lower rows are
+    // on their way to it whatever the machine's schedule, then killed
+    // (SIGKILL: no goodbye on its connections).
     const std::string info = run_command("redis-cli -p " + std::to_string(port) + " info server").output;
     const auto pid_at = info.find("process_id:");
     REQUIRE(pid_at != std::string::npos);
-    REQUIRE(::kill(static_cast<pid_t>(std::stol(info.substr(pid_at + 11))), SIGKILL) == 0);
+    const auto pid = static_cast<pid_t>(std::stol(info.substr(pid_at + 11)));
+    auto mixed_dst = tiered.buffer(2 * rows * size, 0xA5);
+    Batch mixed;
+    for (uint64_t r = 0; r < rows; ++r) {
+        mixed.row("faults/held/" + std::to_string(r), {make_span(mixed_dst.handle(), 2 * r * size, size)});
+        mixed.row("faults/below/" + std::to_string(r), {make_span(mixed_dst.handle(), (2 * r + 1) * size, size)});
+    }
+    REQUIRE(::kill(pid, SIGSTOP) == 0);
+    auto in_flight = tiered.submit(OpKind::get, mixed);
+    REQUIRE(::kill(pid, SIGKILL) == 0);
+    REQUIRE(in_flight.wait(240s));
+    const auto mixed_rows = in_flight.results();
+    for (uint64_t r = 0; r < rows; ++r) {
+        CHECK(mixed_rows[2 * r].result == KVBLOB_ROW_READY);      // from the top tier
+        CHECK(std::equal(mixed_dst.bytes.begin() + static_cast<long>(2 * r * size),
+                         mixed_dst.bytes.begin() + static_cast<long>((2 * r + 1) * size),
+                         src.bytes.begin() + static_cast<long>(r * size)));
+        CHECK(mixed_rows[2 * r + 1].result == KVBLOB_ROW_FAULT);  // only in the dead server: never READY
+    }
     REQUIRE(until_server(port, false));
 
     // Rows the top tier holds: READY, with their bytes.
