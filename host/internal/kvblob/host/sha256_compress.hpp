@@ -1,9 +1,10 @@
-// SHA-256's compression (FIPS 180-4, 6.2.2), shared by the one-shot digest,
-// the block-key chain and the battery's signed reports (conformance-runner/
-// src/report_channel.cpp, which hashes where OpenSSL may not be called):
-// the constants, the portable compression, and
-// which compression this machine runs (the SHA extensions where the CPU has
-// them, chosen once by CPUID).
+// SHA-256's compression (FIPS 180-4, 6.2.2), the project's one (tests/
+// architecture/one_sha256.py keeps it so), under the incremental digest
+// (sha256.hpp: plugin files, the battery's signed reports), the one-shot
+// digest and the block-key chain: the constants, the portable compression,
+// and which compression this machine runs (the SHA extensions where the CPU
+// has them, chosen once by CPUID, at load: reading it is safe in a signal
+// handler).
 #pragma once
 
 #include <cstddef>
