@@ -16,10 +16,10 @@ namespace kvblob::conformance {
 
 namespace {
 
-void concurrency_threads(Context &c)
+// concurrency.threads, its first part: eight writers and two readers on
+// shared keys; no READY get holds torn bytes (R-CON-2).
+void racing_writers_and_readers(Context &c, Driver &d)
 {
-    get_during_held_put(c);  // every run, whatever the timing
-    auto d = c.open();
     std::atomic<int> torn{0}, other{0}, writers{8};
     // Each writer's 200 rounds, or as many as an eighth of the
     // check's time allows (at least 20): a store that takes a
@@ -75,6 +75,12 @@ void concurrency_threads(Context &c)
     // BLOCKED here always, not only when the race went that way.
     c.require_absent_not_ready(d, "a READY get read a whole object written by a writer");
     expect(torn == 0, "R-CON-2", std::to_string(torn.load()) + " READY gets held wrong bytes");
+}
+
+// Its second part: batches of the same keys from four threads at once are
+// each admitted (R-CON-1).
+void same_keys_from_every_thread(Context &c, Driver &d)
+{
     // Batches of the same keys from every thread at once: equal keys in
     // different operations are no duplicates (R-ADM-4 is per operation),
     // however their admissions interleave. Each round starts on every
@@ -118,7 +124,12 @@ void concurrency_threads(Context &c)
             throw;
         }
     }).join();
-    // An operation submitted on one thread is polled, read and released on another.
+}
+
+// Its third part: an operation submitted on one thread is polled, read and
+// released on another (R-CON-1).
+void handed_between_threads(Context &c, Driver &d)
+{
     GuardedBuffer buf(4096);
     auto r = c.reg(d, buf);
     Batch b;
@@ -136,6 +147,15 @@ void concurrency_threads(Context &c)
         expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-CON-1",
                "release from a thread other than the submitter's was refused");
     }).join();
+}
+
+void concurrency_threads(Context &c)
+{
+    get_during_held_put(c);  // every run, whatever the timing
+    auto d = c.open();
+    racing_writers_and_readers(c, d);
+    same_keys_from_every_thread(c, d);
+    handed_between_threads(c, d);
 }
 
 void concurrency_two_drivers(Context &c)

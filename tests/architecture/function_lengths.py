@@ -21,14 +21,6 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import tree  # noqa: E402 (after the line above)
 
 LIMIT = 100
-# Functions over the limit that are known and waiting for their split, by
-# file and first line of their head's text: each is named when the check
-# passes, so none is forgotten. Empty this as they are split.
-PENDING = {
-    # The runner's check concurrency.threads: its split waits for the edits
-    # in progress in conformance-runner/src/checks_*.cpp.
-    ("conformance-runner/src/checks_concurrency.cpp", "void concurrency_threads(Context &c)"),
-}
 # A block opened after one of these words is a statement or a type, not a function.
 NOT_FUNCTIONS = re.compile(r"^\s*(?:(?:else\s+)?if|for|while|switch|catch|do|else|try|return|namespace|"
                            r"class|struct|union|enum|extern|template\s*<.*>\s*(?:class|struct))\b")
@@ -137,27 +129,19 @@ def functions(text):
 
 
 def check(root):
-    """(file, first line, lines, pending) of each function over the limit."""
+    """(file, first line, lines) of each function over the limit."""
     long_ones = []
     for rel in tree.source_files(root, skip_top=("tests",)):
-        text = tree.read(root, rel)
-        lines = text.split("\n")
-        for first, last in functions(text):
+        for first, last in functions(tree.read(root, rel)):
             if last - first + 1 > LIMIT:
-                pending = (rel, lines[first - 1].strip()) in PENDING
-                long_ones.append((rel, first, last - first + 1, pending))
+                long_ones.append((rel, first, last - first + 1))
     return sorted(long_ones)
 
 
 def report(root):
-    """(problems, notes): the functions over the limit, and those waiting for their split."""
-    problems, notes = [], []
-    for rel, line, lines, pending in check(root):
-        if pending:
-            notes.append(f"{rel}:{line}: a function of {lines} lines, over {LIMIT}, waiting for its split (PENDING)")
-        else:
-            problems.append(f"{rel}:{line}: a function of {lines} lines, over {LIMIT}: split it by its stages")
-    return problems, notes
+    """(problems, notes): each function over the limit; no notes."""
+    return [f"{rel}:{line}: a function of {lines} lines, over {LIMIT}: split it by its stages"
+            for rel, line, lines in check(root)], []
 
 
 def self_test():
@@ -172,7 +156,7 @@ def self_test():
         "src/strings.cpp": ("int h()\n{\n    const char *s = \"}}}\";\n    return '}';\n}\n", set()),
         "tests/long.cpp": (f"int f(int x)\n{{\n{body}\n    return x;\n}}\n", set()),
     }
-    reported = {rel for rel, _, _, _ in tree.planted({rel: text for rel, (text, _) in plants.items()}, check)}
+    reported = {rel for rel, _, _ in tree.planted({rel: text for rel, (text, _) in plants.items()}, check)}
     wanted = set().union(*(w for _, w in plants.values()))
     if reported != wanted:
         print("self-test FAILED: reported", sorted(reported), "wanted", sorted(wanted))
@@ -184,7 +168,7 @@ def self_test():
 def main():
     return tree.main(__doc__, report, self_test,
                      lambda problems: f"{len(problems)} function(s) over {LIMIT} lines outside tests/",
-                     lambda notes: f"no function over {LIMIT} lines outside tests/ but {len(notes)} waiting for their split")
+                     lambda notes: f"no function over {LIMIT} lines outside tests/")
 
 
 if __name__ == "__main__":
