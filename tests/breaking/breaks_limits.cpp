@@ -36,6 +36,7 @@ struct ActsBeforeCountingRows : Break {
 // refusal.limits: a remove over max_rows_per_op has removed its first rows.
 const Registered removes_rows("refusal.limits", make<ActsBeforeCountingRows<Kind::remove>>);
 const Registered gets_rows("m.adm9.get-over-rows-writes", make<ActsBeforeCountingRows<Kind::get>>);
+const Registered puts_rows("m.adm9.put-over-rows-stores", make<ActsBeforeCountingRows<Kind::put>>);
 
 // m.adm9.put-limit-checked-last: a put refused for a row over
 // max_spans_per_row or max_object_bytes has stored the rows before it (the
