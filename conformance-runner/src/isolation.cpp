@@ -3,6 +3,7 @@
 #include "fault_site.hpp"
 #include "guarded_buffer.hpp"
 #include "report.hpp"
+#include "starvation.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -297,7 +298,14 @@ int end_group(pid_t pid)
 }
 
 Outcome judge(const Records &records, const std::string &fault, int status, const std::string &err_tail,
-              bool timed_out, bool interrupted, bool verdict_in, unsigned timeout_s);
+              bool timed_out, bool interrupted, bool verdict_in, unsigned timeout_s, const WaitFigures &life);
+
+// "machine starved: FIGURES; " before a TIMEOUT's words where the check's
+// process got too little of the machine to have answered (starvation.hpp).
+std::string starved_prefix(const WaitFigures &life)
+{
+    return starved(life) ? "machine starved: " + figures_text(life) + "; " : "";
+}
 
 // What the fault channel (child_fault_fd) said: the driver touched guarded
 // memory at an address. A FAIL of R-REG-3, whatever the check reported
@@ -338,6 +346,7 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, int out_fd_read,
 #else
     const int pidfd = -1;
 #endif
+    const auto started = std::chrono::steady_clock::now();
     for (;;) {
         if (has_exited(pid)) break;
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -362,6 +371,11 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, int out_fd_read,
             deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
         }
     }
+    // What the machine gave the check's process, read before it is killed:
+    // a check that ran out of time on a starved machine decides nothing.
+    const WaitFigures life =
+        timed_out ? process_figures(pid, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())
+                  : WaitFigures{};
     const int status = end_group(pid);
     if (pidfd >= 0) close(pidfd);
     for (const auto drained = std::chrono::steady_clock::now() + drain_limit;
@@ -376,7 +390,7 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, int out_fd_read,
     const uint64_t out_bytes = out.total();
     const StdoutSeen out_seen{out_bytes, out.take()};
     if (raw) *raw = {records, err_tail, out_seen, status, timed_out, interrupted};
-    Outcome o = judge(records, fault.text(), status, err_tail, timed_out, interrupted, verdict_in, timeout_s);
+    Outcome o = judge(records, fault.text(), status, err_tail, timed_out, interrupted, verdict_in, timeout_s, life);
     o.out = out_seen;
     o.metrics = check_metrics_of(records.authentic);
     return o;
@@ -385,7 +399,7 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, int out_fd_read,
 // The outcome of a check from what its child left (collect): its records,
 // what its fault channel said.
 Outcome judge(const Records &records, const std::string &fault, int status, const std::string &err_tail,
-              bool timed_out, bool interrupted, bool verdict_in, unsigned timeout_s)
+              bool timed_out, bool interrupted, bool verdict_in, unsigned timeout_s, const WaitFigures &life)
 {
     // A check that did not end left what it wrote, and nobody counted it.
     const auto record = left_record(records.authentic);
@@ -424,14 +438,18 @@ Outcome judge(const Records &records, const std::string &fault, int status, cons
         const std::string before = verdict->status == Status::pass ? "passed" : std::string("was ") + to_string(verdict->status);
         const std::string cleanup = "then its cleanup (removing the check's keys, closing its drivers) ";
         if (timed_out)
-            return {Status::timeout, "the check " + before + ", " + cleanup + "ran out of " + std::to_string(timeout_s) + " s",
+            return {starved(life) ? Status::starved : Status::timeout,
+                    starved_prefix(life) + "the check " + before + ", " + cleanup + "ran out of " +
+                        std::to_string(timeout_s) + " s",
                     left};
         return {Status::crash,
                 "the check " + before + ", " + cleanup + "ended with its process (" + how_ended(status) + ")" +
                     stderr_tail(err_tail),
                 left};
     }
-    if (timed_out) return {Status::timeout, "no answer within " + std::to_string(timeout_s) + " s", left};
+    if (timed_out)
+        return {starved(life) ? Status::starved : Status::timeout,
+                starved_prefix(life) + "no answer within " + std::to_string(timeout_s) + " s", left};
     if (interrupted) return {Status::skipped, "interrupted", left};
     if (WIFSIGNALED(status)) return {Status::crash, how_ended(status) + stderr_tail(err_tail), left};
     return {Status::crash, "the check exited without a result (" + how_ended(status) + ")" + stderr_tail(err_tail), left};

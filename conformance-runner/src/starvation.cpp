@@ -30,13 +30,13 @@ std::string read_text(const std::string &path)
     return text.str();
 }
 
-// Each live thread's figures, by thread id; false where the kernel keeps
-// no schedstat.
-bool threads_now(std::map<long, ThreadWait> &out)
+// Each live thread's figures (of this process, or of pid), by thread id;
+// false where the kernel keeps no schedstat.
+bool threads_now(std::map<long, ThreadWait> &out, const std::string &process = "self")
 {
     std::error_code ec;
     bool any = false;
-    for (const auto &task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    for (const auto &task : std::filesystem::directory_iterator("/proc/" + process + "/task", ec)) {
         const auto figures = schedstat_figures(read_text(task.path().string() + "/schedstat"));
         if (!figures) continue;
         out[std::strtol(task.path().filename().c_str(), nullptr, 10)] = *figures;
@@ -129,6 +129,24 @@ WaitFigures WaitWatch::figures() const
     }
     if (const auto p = pressure_now(); p && pressure0_ && f.wall_s > 0)
         f.pressure = std::min(1.0, (*p - *pressure0_) / f.wall_s);
+    return f;
+}
+
+WaitFigures process_figures(long pid, double wall_s)
+{
+    WaitFigures f;
+    f.wall_s = wall_s;
+    std::map<long, ThreadWait> threads;
+    if (!threads_now(threads, std::to_string(pid))) return f;
+    double waited = 0;
+    ThreadWait longest;
+    for (const auto &[tid, t] : threads) {
+        f.cpu_s += t.cpu_s;
+        waited += t.runqueue_s;
+        if (t.runqueue_s > longest.runqueue_s) longest = t;
+    }
+    f.runqueue_s = waited;
+    f.longest = longest;
     return f;
 }
 

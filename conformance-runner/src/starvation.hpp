@@ -60,6 +60,11 @@ public:
     explicit Starved(const std::string &what) : std::runtime_error(what) {}
 };
 
+// What the machine gave process pid (a check's process, from the runner)
+// over its life of wall_s seconds, from its live threads' schedstat: its
+// CPU time and run-queue wait are theirs; no pressure figure.
+WaitFigures process_figures(long pid, double wall_s);
+
 // Measures one wait, from its construction to figures().
 class WaitWatch {
 public:

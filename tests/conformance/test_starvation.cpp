@@ -3,6 +3,10 @@
 // on figures given here: no storm is raised, and nothing is timed.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <fstream>
+
 #include "check.hpp"
 #include "starvation.hpp"
 
@@ -93,4 +97,23 @@ TEST_CASE("starvation: the kernel's texts are read as documented")
     REQUIRE(p);
     CHECK(*p == doctest::Approx(5864.938086));
     CHECK_FALSE(pressure_some_total_s(""));
+}
+
+TEST_CASE("starvation: a process's figures are its live threads' schedstat")
+{
+    // This test's own process, as the runner reads a check's before killing
+    // it: where the kernel keeps schedstat, every figure is there and none
+    // is negative; elsewhere none is, and nothing is decided.
+    const auto f = kvblob::conformance::process_figures(static_cast<long>(getpid()), 1.0);
+    CHECK(f.wall_s == 1.0);
+    CHECK_FALSE(f.pressure);
+    if (!std::ifstream("/proc/self/schedstat")) {
+        CHECK_FALSE(f.longest);
+        return;
+    }
+    REQUIRE(f.runqueue_s);
+    REQUIRE(f.longest);
+    CHECK(f.cpu_s >= 0);
+    CHECK(*f.runqueue_s >= f.longest->runqueue_s);
+    CHECK(kvblob::conformance::process_figures(-1, 1.0).longest == std::nullopt);
 }
