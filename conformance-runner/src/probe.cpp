@@ -20,9 +20,9 @@ Probe probe_of(const Plugin &plugin, const Options &options)
     p.abi_version = plugin.abi_version();
     for (const auto &desc : plugin.options())
         if (desc.name && plugin.secret_option(desc.name)) p.secret_options.insert(desc.name);
-    for (const auto &[name, value] : options)
     // Given options too, judged among the others: a tier's option of the
     // tiered driver is secret where the tier's driver marks it so.
+    for (const auto &[name, value] : options)
         if (plugin.secret_option(name, options)) p.secret_options.insert(name);
     // One driver opened and closed here: a refusal at init is the loader's
     // too, and what it declares decides which checks can run.
