@@ -6,9 +6,10 @@
 // which submits to the tiers in turn and waits for each tier operation to be
 // final and its access ended (Operation::wait) before it reads the next.
 // The tiered operation's access ends only after every tier operation under
-// it (the promotion puts of a get included) ended its access and was
-// released; a tier operation whose access became unprovable makes the
-// tiered operation's access unprovable too.
+// it ended its access and was released, and no later than its results are
+// final (a get's promotions are put from the driver's own copy): the
+// declared access-end bound is 0 (R-ACC-2). A tier operation whose access
+// became unprovable makes the tiered operation's access unprovable too.
 #pragma once
 
 #include <kvblob/host/plugin.hpp>
@@ -19,6 +20,7 @@
 #include "write_back.hpp"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,6 +42,10 @@ struct TierAnswer {
     std::string message;
     bool refused = false;
 };
+
+// Bytes of promotion copies the driver holds at a time, across operations
+// (TieredDriver::copy_promoted).
+inline constexpr uint64_t promote_buffer_bytes = uint64_t(64) << 20;
 
 struct TieredOp : Op {
     // The tier operations a cancel is forwarded to, under mu.
@@ -125,7 +131,12 @@ private:
                  std::shared_ptr<LogForward> forward, const Settings &settings);
 
     void run(TieredOp &op);
-    void run_get(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
+    // Ends op. top: the top tier's answers for rows, asked already
+    // (start_get).
+    void run_get(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> *top = nullptr);
+    // A get's top tier asked in the submitting thread; false when the get
+    // is left to run() whole.
+    bool start_get(TieredOp &op);
     void run_put(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
     // write=through: the last tier first, its answer the row's; then each
     // tier above, bottom up, as a cache.
@@ -140,6 +151,11 @@ private:
     // budget and, where the tier DECLINES, by evicting least recently used
     // objects held below, then asking again.
     std::vector<TierAnswer> put_top(TieredOp &op, const std::vector<size_t> &rows, bool cancellable);
+    // The same for rows of any source: sizes[k] is row k's; put(idx, first)
+    // puts the rows at idx into the top tier (first: the first attempt,
+    // not a retry after eviction) and answers each, in idx's order.
+    using TopPut = std::function<std::vector<TierAnswer>(const std::vector<size_t> &idx, bool first)>;
+    std::vector<TierAnswer> put_top_sized(const std::vector<uint64_t> &sizes, const TopPut &put);
     // Evicts least recently used objects safely held below, bytes of them
     // at least (fewer when there are not enough): true when any went.
     bool evict(uint64_t bytes);
@@ -153,12 +169,27 @@ private:
     std::vector<TierAnswer> put_own(size_t t, Block &block, const std::vector<size_t> &rows);
     void run_probe(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
     void run_remove(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
-    void promote(TieredOp &op, const std::vector<size_t> &rows, const std::vector<int> &ready_tier);
+    // A get's rows READY below, copied out of the caller's memory into the
+    // driver's own buffer before the get is final (so its access ends no
+    // later: the declared bound is 0, R-ACC-2), within promote_buffer_bytes
+    // across operations; a row past it, or one whose copy failed, is not
+    // promoted. from: per row of the copy, the tier that answered READY.
+    Block copy_promoted(TieredOp &op, const std::vector<size_t> &rows, const std::vector<int> &ready_tier,
+                        std::vector<int> &from);
+    // Puts each row of the copy into every tier above the one it came from,
+    // then lets go of the copy's room in the buffer.
+    void promote(Block &copy, const std::vector<int> &from);
     // Submits rows of op to tier t as kind, waits until the tier operation
     // is final and its access ended, and answers each row (in rows' order).
     // cancellable: a cancel of op is forwarded to it.
     std::vector<TierAnswer> ask(TieredOp &op, size_t t, kvblob::OpKind kind, const std::vector<size_t> &rows,
                                 bool cancellable);
+    // ask's halves: the submit (none, with out each row's refusal, when the
+    // tier refused it), and the answers of a tier operation that is final
+    // with its access no longer open (out sized to its rows).
+    std::optional<kvblob::Operation> submit_to(TieredOp &op, size_t t, kvblob::OpKind kind,
+                                               const std::vector<size_t> &rows, std::vector<TierAnswer> &out);
+    void collect(TieredOp &op, size_t t, const kvblob::Operation &tier_op, std::vector<TierAnswer> &out);
 
     // Forwards a keyed hook to the bottom tier, then purges key from the
     // upper tiers and bypasses them for it (bypass: until release_staged).
@@ -185,6 +216,9 @@ private:
     // write=back's queue, or null; stopped (finish) once, at close.
     std::unique_ptr<WriteBack> write_back_;
     bool write_back_finished_ = false;
+    // Bytes of promotion copies held now (copy_promoted), at most
+    // promote_buffer_bytes.
+    std::atomic<uint64_t> promoting_bytes_{0};
     // Memory of blocks a tier kept access to for good (R-REG-2).
     std::mutex kept_mu_;
     std::vector<std::vector<uint8_t>> kept_for_good_;
