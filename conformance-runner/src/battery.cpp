@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "checks_common.hpp"
+#include "checks/common.hpp"
 
 namespace kvblob::conformance {
 
@@ -39,13 +39,15 @@ const OtherHost other_hosts[] = {
 const std::vector<Check> &battery()
 {
     static const std::vector<Check> checks = [] {
-        // The run order: each family's table in turn (checks_<family>.cpp,
-        // or checks_<family>_<topic>.cpp where a topic has helpers of its own).
-        // The lifetime and concurrency families run at two points each, so
-        // each has two tables, and the order stays as it always was.
+        // The run order: each family's table in turn (checks/<family>.cpp,
+        // or checks/<family>_<topic>.cpp where a topic has helpers of its own).
+        // The admission, lifetime and concurrency families run at two points
+        // each, so each has two tables, and the order stays as it always was.
         std::vector<Check> all;
         add_data_checks(all);
         add_admission_checks(all);
+        add_hints_checks(all);
+        add_admission_checks_after_hints(all);
         add_refusal_checks(all);
         add_refusal_limit_checks(all);
         add_results_checks(all);

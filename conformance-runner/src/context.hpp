@@ -110,7 +110,7 @@ public:
     CheckDriver open_observed(NotifySink observe) const;
     // The plugin as this check's host loaded it (Check::host), and the
     // options every open gets: for checks that call the table's open slot
-    // themselves (checks_open_versions.cpp).
+    // themselves (checks/open_versions.cpp).
     const Plugin &plugin() const { return plugin_; }
     const Options &options() const { return options_; }
     // The options the plugin describes in its table.

@@ -63,6 +63,7 @@ INCLUDE_DIRS = [
     "tools/common/include",
     "plugins/mooncake",
     "plugins/redis",
+    "conformance-runner/src",
 ]
 
 HOST_INSIDE = ["host-loading", "host-guarding", "host-engine-helpers", "host-metrics", "host-loaded-object",

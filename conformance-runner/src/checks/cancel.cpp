@@ -4,7 +4,7 @@
 // no row nobody cancelled ends CANCELLED, a drain's included.
 #include <cstring>
 
-#include "checks_common.hpp"
+#include "common.hpp"
 
 namespace kvblob::conformance {
 

@@ -3,7 +3,7 @@
 // order of keys, and row_message's length, terminator and truncation.
 #include <cstring>
 
-#include "checks_common.hpp"
+#include "common.hpp"
 
 namespace kvblob::conformance {
 

@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "access_wait.hpp"
-#include "checks_common.hpp"
-#include "checks_held.hpp"
+#include "common.hpp"
+#include "held_calls.hpp"
 #include "kvblob/host/keep_alive.hpp"
 #include "starvation.hpp"
 

@@ -1,7 +1,7 @@
 // Checks of device memory (R-ADM-8, R-ROW-1, R-ROW-3, R-ROW-6, R-REG-3):
 // they run where the runner sees a CUDA device and the driver declares
 // device_memory, and are NOT_SUPPORTED otherwise, saying which is missing.
-#include "checks_common.hpp"
+#include "common.hpp"
 #include "device_buffer.hpp"
 #include "kvblob/tools/cuda_device.hpp"
 

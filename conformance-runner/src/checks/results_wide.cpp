@@ -11,7 +11,7 @@
 #include <array>
 #include <cstring>
 
-#include "checks_common.hpp"
+#include "common.hpp"
 
 namespace kvblob::conformance {
 

@@ -4,13 +4,13 @@
 // from two drivers on one store, while a third driver reads the key. No
 // reader may see bytes of both writers, or READY for a half-copied object.
 // R-CON-1 inside admission: one call held halfway through reading its batch
-// while another thread's call of the same keys is admitted (checks_held.cpp).
+// while another thread's call of the same keys is admitted (held_calls.cpp).
 #include <atomic>
 #include <barrier>
 #include <cstring>
 
-#include "checks_common.hpp"
-#include "checks_held.hpp"
+#include "common.hpp"
+#include "held_calls.hpp"
 
 namespace kvblob::conformance {
 

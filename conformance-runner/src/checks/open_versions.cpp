@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "checks_common.hpp"
+#include "common.hpp"
 
 #include "kvblob/host/capabilities.hpp"
 #include "kvblob/host/version.hpp"

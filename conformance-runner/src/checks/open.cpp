@@ -1,11 +1,11 @@
 // open.*: what open declares (the same capabilities for the same options)
 // and refuses (a bad value, an unknown option). The open checks of older
-// and polling hosts are in checks_open_versions.cpp, of secret options in
-// checks_open_secrets.cpp.
+// and polling hosts are in checks/open_versions.cpp, of secret options in
+// checks/open_secrets.cpp.
 #include <cstring>
 #include <memory>
 
-#include "checks_common.hpp"
+#include "common.hpp"
 
 namespace kvblob::conformance {
 

@@ -1,4 +1,4 @@
-#include "checks_held.hpp"
+#include "held_calls.hpp"
 
 #include <condition_variable>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "access_wait.hpp"
-#include "checks_common.hpp"
+#include "checks/common.hpp"
 #include "paused_page.hpp"
 
 namespace kvblob::conformance {

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "access_wait.hpp"
-#include "checks_common.hpp"
+#include "common.hpp"
 
 namespace kvblob::conformance {
 

@@ -9,7 +9,7 @@
 // guarded API would refuse these batches before the driver saw them.
 #include <cstring>
 
-#include "checks_common.hpp"
+#include "common.hpp"
 #include "reserved_space.hpp"
 
 namespace kvblob::conformance {

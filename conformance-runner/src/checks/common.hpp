@@ -70,6 +70,8 @@ inline RowPairs row_pairs(const Context &c, kvblob_region_t *src, kvblob_region_
 
 void add_data_checks(std::vector<Check> &out);
 void add_admission_checks(std::vector<Check> &out);
+void add_hints_checks(std::vector<Check> &out);
+void add_admission_checks_after_hints(std::vector<Check> &out);
 void add_lifetime_checks(std::vector<Check> &out);
 void add_lifetime_answer_checks(std::vector<Check> &out);
 void add_scenario_checks(std::vector<Check> &out);

@@ -3,7 +3,7 @@
 // after others the driver already found valid.
 #include <cstring>
 
-#include "checks_common.hpp"
+#include "common.hpp"
 
 namespace kvblob::conformance {
 

@@ -1,5 +1,5 @@
 // remove.*: R-RMV-1, what a remove answers and leaves behind.
-#include "checks_common.hpp"
+#include "common.hpp"
 
 #include <cstring>
 

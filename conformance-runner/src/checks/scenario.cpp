@@ -1,7 +1,7 @@
 // scenario.*: what a store's staged conditions (a foreign writer, a full
 // pool, a failing read) make of a row's result, through the
 // kvblob.scenarios/1 hooks.
-#include "checks_common.hpp"
+#include "common.hpp"
 
 namespace kvblob::conformance {
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <string_view>
 
-#include "checks_common.hpp"
+#include "common.hpp"
 #include "probe.hpp"
 #include "secret_forms.hpp"
 

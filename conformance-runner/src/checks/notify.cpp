@@ -12,7 +12,7 @@
 #include <memory>
 #include <set>
 
-#include "checks_common.hpp"
+#include "common.hpp"
 
 namespace kvblob::conformance {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <set>
 
-#include "checks_common.hpp"
+#include "common.hpp"
 
 namespace kvblob::conformance {
 
