@@ -20,6 +20,8 @@
 // point's baseline, so its ratio is tiered / that driver.
 #pragma once
 
+#include <chrono>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +68,8 @@ private:
     // How many of keys tier answers probe READY for.
     uint64_t held_in(const Tier &tier, const kvblob_batch_t &keys) const;
     void remove_above_bottom(const kvblob_batch_t &keys) const;
+    // How many of keys tier 0 holds, once all do or within has passed.
+    uint64_t held_on_top(const kvblob_batch_t &keys, std::chrono::milliseconds within) const;
     TierPlace place_;
     std::vector<std::unique_ptr<Tier>> tiers_;
 };

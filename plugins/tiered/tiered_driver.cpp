@@ -309,7 +309,12 @@ kvblob_status TieredDriver::drain_everything(uint64_t timeout_ns)
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::nanoseconds(std::min<uint64_t>(timeout_ns, uint64_t(1) << 62));
     const kvblob_status st = DriverBase::drain(timeout_ns);
-    if (st != KVBLOB_OK || !write_back_) return st;
+    if (st != KVBLOB_OK) return st;
+    {
+        std::unique_lock lock(promotions_mu_);
+        if (!promotions_cv_.wait_until(lock, deadline, [this] { return promotions_ == 0; })) return KVBLOB_E_TIMEOUT;
+    }
+    if (!write_back_) return st;
     return write_back_->wait_empty(deadline) ? KVBLOB_OK : KVBLOB_E_TIMEOUT;
 }
 
@@ -715,9 +720,16 @@ void TieredDriver::run_get(TieredOp &op, const std::vector<size_t> &all, std::ve
     std::vector<int> from;
     Block copy;
     if (!op.cancel_requested.load()) copy = copy_promoted(op, all, ready_tier, from);
+    if (!copy.rows.empty()) {
+        std::lock_guard lock(promotions_mu_);
+        ++promotions_;
+    }
     end_access(op);
     finish(op);  // the last touch
-    if (!copy.rows.empty()) promote(copy, from);
+    if (copy.rows.empty()) return;
+    promote(copy, from);
+    std::lock_guard lock(promotions_mu_);
+    if (--promotions_ == 0) promotions_cv_.notify_all();
 }
 
 Block TieredDriver::copy_promoted(TieredOp &op, const std::vector<size_t> &all, const std::vector<int> &ready_tier,

@@ -20,6 +20,7 @@
 #include "write_back.hpp"
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -91,8 +92,9 @@ public:
     static std::unique_ptr<TieredDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
     ~TieredDriver() override;
 
-    // The drain slot: every operation (DriverBase::drain), then, in
-    // write=back, every queued row written below, within the one timeout.
+    // The drain slot: every operation (DriverBase::drain), then every
+    // promotion of a get already final, then, in write=back, every queued
+    // row written below, within the one timeout.
     kvblob_status drain_everything(uint64_t timeout_ns);
 
     // The unregister_region slot: every tier's registration first, BUSY
@@ -219,6 +221,11 @@ private:
     // Bytes of promotion copies held now (copy_promoted), at most
     // promote_buffer_bytes.
     std::atomic<uint64_t> promoting_bytes_{0};
+    // Gets whose promotions have not ended yet, counted before the get is
+    // final, so a drain that saw it final waits for them too.
+    std::mutex promotions_mu_;
+    std::condition_variable promotions_cv_;
+    size_t promotions_ = 0;
     // Memory of blocks a tier kept access to for good (R-REG-2).
     std::mutex kept_mu_;
     std::vector<std::vector<uint8_t>> kept_for_good_;
