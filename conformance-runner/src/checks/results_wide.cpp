@@ -2,6 +2,11 @@
 // operation (R-ROW-1). One operation of each kind, as wide as the driver
 // allows (up to wide_reach rows), whose rows' outcomes differ row by row in
 // no pattern a fixed-size table would repeat, read whole and in pages.
+// Then, where the driver declares more rows than that, a get (and a probe)
+// of its whole declared width: the check's own keys first, then keys never
+// put. Putting that many rows costs a disk-bound store minutes; reading
+// them costs little, and a table of wide_reach entries or more still gives
+// a row past it another row's result.
 //
 // What a row of each kind of key should answer is not assumed: a
 // one-row operation of the same kind on a key of the same kind says it
@@ -10,6 +15,7 @@
 // like it answers alone, and that a READY get row holds its own key's bytes.
 #include <array>
 #include <cstring>
+#include <memory>
 
 #include "common.hpp"
 
@@ -21,13 +27,18 @@ constexpr uint64_t wide_reach = 16384;  // the most rows this check puts in one 
 constexpr uint64_t narrow = 1024;       // a driver must allow more than this many rows
 constexpr uint64_t size = 64;           // each row's bytes
 constexpr int32_t unwritten = 0x7E7E;   // a value no driver writes: "left alone"
+// The most rows of the full-width get and probe (size bytes of destination
+// each): a driver declaring more is read this wide, and the runner says so.
+constexpr uint64_t full_reach = uint64_t(1) << 20;
 
 // What a key is when the check begins. Busy keys are held by another
 // writer (stage_foreign_writer), where the driver offers that hook.
-enum Class : int { stored, halved, absent, busy, classes };
+// Fresh keys are the rows of the full-width operations past the check's
+// own keys: never put by anything, whatever the steps before did.
+enum Class : int { stored, halved, absent, busy, fresh, classes };
 const std::array<const char *, classes> class_words = {
     "a key stored with the row's size", "a key stored with half the row's size", "a key never put",
-    "a key another writer holds"};
+    "a key another writer holds", "a key never put, past the check's own keys"};
 
 // A key's class, from a hash of its row: no period a table of any size
 // shares. One key in 8 is stored, one in 16 halved, about one in 128 busy
@@ -146,6 +157,46 @@ public:
     void know_absent() { known_[absent] = true; }
     void know_busy() { known_[busy] = true; }
 
+    // One operation of kind (get or probe) of all rows rows: rows [0, width)
+    // the check's own keys as the steps before left them, the rest keys
+    // never put, each with a destination of its own in past_ (a get).
+    void full(OpKind kind, uint64_t rows, const std::string &what)
+    {
+        if (!past_) {
+            past_ = std::make_unique<GuardedBuffer>((rows - width_) * size);
+            past_r_ = c_.reg(d_, *past_);
+        }
+        known_[fresh] = true;
+        while (cls_.size() < rows) {
+            cls_.push_back(fresh);
+            holds_.push_back(Holds::nothing);
+        }
+        Batch b;
+        std::vector<uint64_t> of;
+        const bool spans = kind == OpKind::get;
+        if (spans) {
+            std::memset(dst_.data(), 0x5D, dst_.size());
+            std::memset(past_->data(), 0x5D, past_->size());
+        }
+        for (uint64_t i = 0; i < rows; ++i) {
+            const std::string k = i < width_ ? key(i) : c_.key("never" + std::to_string(i));
+            if (!spans) b.row(k);
+            else if (i < width_) b.row(k, {make_span(dst_r_, i * size, size)});
+            else b.row(k, {make_span(past_r_, (i - width_) * size, size)});
+            of.push_back(i);
+        }
+        judge(kind, b, of, what, [&](int side) {
+            Expect alone{};
+            for (int k = 0; k < classes; ++k) {
+                if (!known_[k]) continue;
+                std::vector<kvblob_span_t> one;
+                if (spans) one.push_back(make_span(one_r_, 0, size));
+                alone[k] = c_.run_one(d_, kind, cal(k, side), one);
+            }
+            return alone;
+        });
+    }
+
 private:
     using Expect = std::array<kvblob_row_result, classes>;
 
@@ -178,7 +229,8 @@ private:
         for (uint64_t count : {1000ull, 1024ull, 4099ull})
             for (uint64_t first = 0; first < rows; first += count)
                 agree(op, all, first, std::min(count, rows - first), op_words);
-        for (uint64_t r : {uint64_t(0), narrow - 1, narrow, narrow + 1, rows / 2, rows - 1})
+        for (uint64_t r : {uint64_t(0), narrow - 1, narrow, narrow + 1, wide_reach - 1, wide_reach, wide_reach + 1,
+                           rows / 2, rows - 1})
             if (r < rows) agree(op, all, r, 1, op_words);
         expect(d_.table().release(d_.handle(), op) == KVBLOB_OK, "R-OPS-1",
                "release refused for " + op_words + ", final with access ended");
@@ -211,7 +263,7 @@ private:
     // destination as it was.
     void judge_bytes(uint64_t r, uint64_t i, kvblob_row_result got, const std::string &row)
     {
-        const uint8_t *at = dst_.data() + r * size;
+        const uint8_t *at = r < width_ ? dst_.data() + r * size : past_->data() + (r - width_) * size;
         if (got == KVBLOB_ROW_READY && (holds_[i] == Holds::old_bytes || holds_[i] == Holds::new_bytes)) {
             const uint8_t *want = (holds_[i] == Holds::old_bytes ? old_ : new_).data() + i * size;
             expect(std::memcmp(at, want, size) == 0, "R-ROW-1",
@@ -240,7 +292,8 @@ private:
     Driver &d_;
     uint64_t width_;
     GuardedBuffer old_, new_, dst_, one_;
-    kvblob_region_t *old_r_ = nullptr, *new_r_ = nullptr, *dst_r_ = nullptr, *one_r_ = nullptr;
+    std::unique_ptr<GuardedBuffer> past_;  // the full-width get's destinations past width_
+    kvblob_region_t *old_r_ = nullptr, *new_r_ = nullptr, *dst_r_ = nullptr, *one_r_ = nullptr, *past_r_ = nullptr;
     std::vector<Class> cls_;
     std::vector<Holds> holds_;
     std::array<bool, classes> known_{};
@@ -268,6 +321,15 @@ void results_wide(Context &c)
     if (d.has(KVBLOB_CAP_PROBE)) w.step(OpKind::probe, "a probe");
     w.step(OpKind::put, "a put");
     w.step(OpKind::get, "a get after that put");
+    // The full width before the remove, while the check's keys still differ
+    // row by row (READY, FAULT, MISS) from the never-put keys past them.
+    if (width < declared) {
+        const uint64_t full = std::min(declared, full_reach);
+        if (full < declared)
+            c.note("the full-width get and probe of " + std::to_string(full) + " rows, the most this check reads in one");
+        w.full(OpKind::get, full, "a get of the full width");
+        if (d.has(KVBLOB_CAP_PROBE)) w.full(OpKind::probe, full, "a probe of the full width");
+    }
     if (d.has(KVBLOB_CAP_REMOVE)) w.step(OpKind::remove, "a remove");
 }
 
@@ -280,7 +342,8 @@ void add_results_wide_checks(std::vector<Check> &out)
         {"results.wide", {"R-ROW-1"}, Level::must, 0, {},
          "a get, probe, put and remove of more than 1024 rows (as many as max_rows_per_op allows, up to 16384) "
          "whose outcomes differ row by row give every row the result a row like it gets alone, read whole and "
-         "in pages",
+         "in pages; where max_rows_per_op is larger, so does a get and probe of that many rows (up to 1048576) "
+         "whose rows past the 16384 name keys never put",
          results_wide},
     };
     out.insert(out.end(), std::begin(checks), std::end(checks));
