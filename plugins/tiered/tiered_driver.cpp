@@ -150,6 +150,25 @@ unsigned hooks_of(const std::vector<Tier> &tiers)
 }
 #undef KVBT_OFFERS
 
+// The tiered driver's own options, each checked against its bounds.
+Settings settings_of(const support::ParsedOptions &o)
+{
+    Settings settings;
+    settings.workers = support::worker_count(o);
+    settings.write_back = o.text("write") == "back";
+    settings.write_back_queue_bytes = o.bytes("write_back_queue_bytes");
+    const int64_t queue_rows = o.integer("write_back_queue_rows");
+    if (queue_rows < 1) throw support::OptionError("option 'write_back_queue_rows': at least 1");
+    settings.write_back_queue_rows = static_cast<uint64_t>(queue_rows);
+    settings.top_bytes = o.bytes("top_bytes");
+    const int64_t lru_keys = o.integer("lru_keys");
+    if (lru_keys < 1) throw support::OptionError("option 'lru_keys': at least 1");
+    settings.lru_keys = static_cast<size_t>(lru_keys);
+    if (settings.write_back && settings.write_back_queue_bytes == 0)
+        throw support::OptionError("option 'write_back_queue_bytes': at least 1 byte with write=back");
+    return settings;
+}
+
 }  // namespace
 
 void LogForward::line(size_t tier, const std::string &driver, kvblob_log_level level, const std::string &text)
@@ -170,19 +189,7 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
     kvblob_caps_t own{};
     own.struct_size = caps.struct_size;
     support::apply_limits(o, own);
-    Settings settings;
-    settings.workers = support::worker_count(o);
-    settings.write_back = o.text("write") == "back";
-    settings.write_back_queue_bytes = o.bytes("write_back_queue_bytes");
-    const int64_t queue_rows = o.integer("write_back_queue_rows");
-    if (queue_rows < 1) throw support::OptionError("option 'write_back_queue_rows': at least 1");
-    settings.write_back_queue_rows = static_cast<uint64_t>(queue_rows);
-    settings.top_bytes = o.bytes("top_bytes");
-    const int64_t lru_keys = o.integer("lru_keys");
-    if (lru_keys < 1) throw support::OptionError("option 'lru_keys': at least 1");
-    settings.lru_keys = static_cast<size_t>(lru_keys);
-    if (settings.write_back && settings.write_back_queue_bytes == 0)
-        throw support::OptionError("option 'write_back_queue_bytes': at least 1 byte with write=back");
+    const Settings settings = settings_of(o);
 
     auto forward = std::make_shared<LogForward>();
     if (args.host && args.host->struct_size >= KVBLOB_HOST_SERVICES_SIZE_1_0) {
