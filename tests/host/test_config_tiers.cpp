@@ -8,38 +8,15 @@
 #include <fstream>
 
 #include "kvblob/host/config.hpp"
+#include "host/config_file.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-// A config file in a scratch folder, removed with the object.
-struct ConfigFile {
-    explicit ConfigFile(const std::string &text)
-    {
-        static int n = 0;
-        dir = fs::temp_directory_path() / ("kvblob-config-tiers-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-        fs::create_directories(dir);
-        path = dir / "engine.toml";
-        std::ofstream(path) << text;
-    }
-    ~ConfigFile() { fs::remove_all(dir); }
-    fs::path dir, path;
-};
-
-kvblob::ConfigError config_error(const std::string &text)
-{
-    ConfigFile f(text);
-    try {
-        kvblob::read_driver_config(f.path);
-    } catch (const kvblob::ConfigError &e) {
-        CHECK_MESSAGE(std::string(e.what()).find(f.path.string()) != std::string::npos, "names the file");
-        return e;
-    }
-    FAIL("accepted:\n" << text);
-    throw;
-}
+using config_test::ConfigFile;
+using config_test::config_error;
 
 bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
 
