@@ -17,6 +17,7 @@
 
 #include "plugins/driver_harness.hpp"
 #include "support/process.hpp"
+#include "support/redis_server.hpp"
 #include "support/temp_dir.hpp"
 
 using kvblob::OpKind;
@@ -24,12 +25,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const char *redis_url() { return std::getenv("KVBLOB_REDIS_URL"); }
-int port_of(const std::string &url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
-bool server_answers(int port)
-{
-    return run_command("redis-cli -p " + std::to_string(port) + " ping").output.find("PONG") != std::string::npos;
-}
+using redis_test::port_of;
+using redis_test::redis_url;
+using redis_test::server_answers;
+
 // Until answers(port) is want, or 120 s as a hang guard (a loaded machine
 // may take seconds to start or reap a server). Polls the server's state:
 // nothing is ordered by the time waited.
