@@ -13,6 +13,26 @@ namespace {
 constexpr const char prefix[] = "tier.";
 constexpr size_t prefix_len = sizeof prefix - 1;
 constexpr size_t most_tiers = 16;
+// A tier may itself be a tiered driver, whose keys then read
+// tier.N.tier.M.<option>. Each level loads and opens the levels below it and
+// asks their drivers which options are secret, so the work grows with the
+// cube of the depth: 200 levels took minutes to open. Four levels cover any
+// stack of write modes an engine composes.
+constexpr size_t most_nesting = 4;
+
+// How many tier.N. parts a key starts with.
+size_t nesting_of(const std::string &key)
+{
+    size_t depth = 0, at = 0;
+    while (key.compare(at, prefix_len, prefix) == 0) {
+        size_t end = at + prefix_len;
+        while (end < key.size() && key[end] >= '0' && key[end] <= '9') ++end;
+        if (end == at + prefix_len || end >= key.size() || key[end] != '.') break;
+        ++depth;
+        at = end + 1;
+    }
+    return depth;
+}
 
 }  // namespace
 
@@ -35,6 +55,9 @@ SplitOptions split_tier_options(const kvblob_open_args_t &args)
             index_text.find_first_not_of("0123456789") != std::string::npos ||
             (index_text.size() > 1 && index_text[0] == '0'))
             throw OptionError("option '" + key + "': a tier option is written tier.N.<option>, N a tier index (0 the top)");
+        if (nesting_of(key) > most_nesting)
+            throw OptionError("option '" + key + "': tiers of tiers nest at most " + std::to_string(most_nesting) +
+                              " deep (tier.N. given " + std::to_string(nesting_of(key)) + " times)");
         const size_t index = std::stoul(index_text);
         if (index >= most_tiers)
             throw OptionError("option '" + key + "': at most " + std::to_string(most_tiers) + " tiers");

@@ -23,7 +23,8 @@ struct SplitOptions {
 
 // Throws support::OptionError naming the key: a tier index that is not a
 // number, a gap in the indexes, a tier without tier.N.driver, an empty
-// tier option name, fewer than two tiers. Never repeats a value.
+// tier option name, fewer than two tiers, tiers of tiers nested more than 4
+// deep. Never repeats a value.
 SplitOptions split_tier_options(const kvblob_open_args_t &args);
 
 }  // namespace kvblob::tiered

@@ -131,3 +131,54 @@ TEST_CASE("tier secrets: the battery opens a tiered driver with a secret in each
     CHECK(run.exit_code == 0);
     CHECK(has(run.output, "[PASS] open.secret-unspoken"));
 }
+
+namespace {
+
+// Tiers of tiers, depth levels deep: each level a tiered driver over a
+// memory tier, the deepest a memory tier over the flagged fixture, whose
+// option "store" is not secret.
+kvblob::Options nested_tiers(size_t depth)
+{
+    kvblob::Options options;
+    std::string at;
+    for (size_t level = 1; level < depth; ++level) {
+        options.emplace_back(at + "tier.0.driver", "tiered");
+        options.emplace_back(at + "tier.1.driver", "memory");
+        options.emplace_back(at + "tier.1.store", "tier-secrets-nested-" + std::to_string(getpid()));
+        at += "tier.0.";
+    }
+    options.emplace_back(at + "tier.0.driver", "memory");
+    options.emplace_back(at + "tier.0.store", "tier-secrets-deepest-" + std::to_string(getpid()));
+    options.emplace_back(at + "tier.1.driver", flagged);
+    options.emplace_back(at + "tier.1.store", "plain");
+    return options;
+}
+
+}  // namespace
+
+TEST_CASE("tier secrets: tiers of tiers nest at most 4 deep, and a deeper key is hidden without loading")
+{
+    const auto tiered = kvblob::Plugin::load("tiered");
+    // Four levels: the deepest tier's driver is asked, and says "store" is
+    // not secret; the stack opens.
+    const auto four = nested_tiers(4);
+    const std::string deepest4 = "tier.0.tier.0.tier.0.tier.1.store";
+    CHECK_FALSE(tiered.secret_option(deepest4, four));
+    CHECK_NOTHROW(tiered.open(four));
+    // Five: nothing is loaded for the key (taken as secret), and the tiered
+    // driver refuses the open naming the key and the bound. Before the bound,
+    // 200 levels took minutes to open (each level loads and asks the levels
+    // below it).
+    const auto five = nested_tiers(5);
+    const std::string deepest5 = "tier.0." + deepest4;
+    CHECK(tiered.secret_option(deepest5, five));
+    try {
+        auto d = tiered.open(five);
+        FAIL("five levels of tiers opened");
+    } catch (const kvblob::LoadError &e) {
+        const std::string said = e.what();
+        CAPTURE(said);
+        CHECK(has(said, "'tier.0.tier.0.tier.0.tier.0.tier.0.driver'"));
+        CHECK(has(said, "nest at most 4 deep"));
+    }
+}

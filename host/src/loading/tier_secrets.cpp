@@ -14,6 +14,11 @@ namespace kvblob {
 namespace {
 
 constexpr std::string_view tier_prefix = "tier.";
+// As deep as the tiered driver lets tiers of tiers nest
+// (plugins/tiered/tier_options.cpp): each level below loads a plugin per
+// option, so a deeper key is taken as secret without loading anything (its
+// open is refused anyway).
+constexpr size_t most_nesting = 4;
 
 // "tier.N." of a key tier.N.<rest> (N digits), or empty.
 std::string_view tier_part(std::string_view key)
@@ -25,6 +30,16 @@ std::string_view tier_part(std::string_view key)
     return key.substr(0, at + 1);
 }
 
+size_t nesting_of(std::string_view key)
+{
+    size_t depth = 0;
+    for (std::string_view tier = tier_part(key); !tier.empty(); tier = tier_part(key)) {
+        ++depth;
+        key.remove_prefix(tier.size());
+    }
+    return depth;
+}
+
 }  // namespace
 
 bool Plugin::secret_option(std::string_view name, const Options &options) const
@@ -34,6 +49,7 @@ bool Plugin::secret_option(std::string_view name, const Options &options) const
         if (table_->options[i].name && name == table_->options[i].name) return secret_option(name);
     const std::string_view tier = tier_part(name);
     if (tier.empty()) return secret_option(name);
+    if (nesting_of(name) > most_nesting) return true;
     const std::string_view inner = name.substr(tier.size());
     const std::string driver_key = std::string(tier) + "driver";
     if (inner == "driver") return false;  // a driver's name or path
