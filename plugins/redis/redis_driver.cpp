@@ -311,6 +311,11 @@ std::map<Endpoint, std::vector<size_t>> RedisDriver::route(Op &op, const std::ve
 {
     const auto map = slots();
     std::map<Endpoint, std::vector<size_t>> by_node;
+    // One server: every row is its, no key's slot is computed.
+    if (const Endpoint *only = map->sole_owner(); only && asking.empty()) {
+        if (!rows.empty()) by_node.emplace(*only, rows);
+        return by_node;
+    }
     for (size_t i : rows) {
         if (auto ask = asking.find(i); ask != asking.end()) {
             by_node[ask->second].push_back(i);

@@ -6,15 +6,40 @@ namespace kvblob::redis {
 
 namespace {
 
-uint16_t crc16(std::string_view s)
+// CRC16/XMODEM (polynomial 0x1021, initial 0), the hash Redis Cluster uses,
+// a table's byte at a time. Bit by bit it took about 0.6 us for a 40-byte
+// key: a fifth of a 4 KiB put row's CPU time on the driver's worker.
+constexpr uint16_t crc16_bitwise(std::string_view s)
 {
     uint16_t crc = 0;
     for (unsigned char c : s) {
-        crc ^= static_cast<uint16_t>(c) << 8;
+        crc ^= static_cast<uint16_t>(c << 8);
         for (int i = 0; i < 8; ++i) crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : crc << 1;
     }
     return crc;
 }
+
+constexpr std::array<uint16_t, 256> crc16_table = [] {
+    std::array<uint16_t, 256> t{};
+    for (unsigned b = 0; b < 256; ++b) {
+        const char c = static_cast<char>(b);
+        t[b] = crc16_bitwise(std::string_view(&c, 1));
+    }
+    return t;
+}();
+
+constexpr uint16_t crc16(std::string_view s)
+{
+    uint16_t crc = 0;
+    for (unsigned char c : s) crc = static_cast<uint16_t>((crc << 8) ^ crc16_table[((crc >> 8) ^ c) & 0xff]);
+    return crc;
+}
+
+// XMODEM's check value, and the table against the bit-by-bit form.
+static_assert(crc16_bitwise("123456789") == 0x31c3);
+static_assert(crc16("123456789") == 0x31c3);
+static_assert(crc16("kvblob-bench/1234-5678/0/0/31") == crc16_bitwise("kvblob-bench/1234-5678/0/0/31"));
+static_assert(crc16("{big1}spread/7") == crc16_bitwise("{big1}spread/7"));
 
 }  // namespace
 
@@ -58,6 +83,7 @@ SlotMap SlotMap::single(const Endpoint &node)
     SlotMap map;
     map.masters_.push_back(node);
     map.owner_.fill(0);
+    map.single_ = true;
     return map;
 }
 

@@ -33,11 +33,15 @@ public:
     static SlotMap single(const Endpoint &node);
 
     const Endpoint *owner(uint16_t slot) const;
+    // The node, when one serves every slot (a single server, not a
+    // cluster): a key's slot need not be computed.
+    const Endpoint *sole_owner() const { return single_ ? &masters_.front() : nullptr; }
     const std::vector<Endpoint> &masters() const { return masters_; }
 
 private:
     std::vector<Endpoint> masters_;
     std::array<int16_t, slot_count> owner_{};  // index into masters_, -1: unserved
+    bool single_ = false;                       // made by single()
 };
 
 // "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381" -> the endpoint.
