@@ -232,7 +232,14 @@ RedisDriver::RedisDriver(const kvblob_caps_t &caps, const kvblob_host_services_t
     : QueuedDriver(caps, host), settings_(std::move(settings)), pool_(std::move(connect)),
       slots_(std::make_shared<const SlotMap>(std::move(slots)))
 {
-    start_workers(workers);
+    // Workers sleep as soon as they run out of operations. An operation
+    // waits on the server for 100 us or more, so the wake that the next
+    // one costs is small; a worker that watched the queue after finishing
+    // an operation held a core that the caller waiting for that
+    // operation's answer (and about to submit the next) needed: where
+    // other work shares the cores, puts of 32 rows of 4 KiB took 3 to 4
+    // times as long (docs/performance.md, Redis driver).
+    start_workers(workers, false, std::chrono::microseconds(0));
 }
 
 RedisDriver::~RedisDriver()

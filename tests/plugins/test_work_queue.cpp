@@ -59,10 +59,15 @@ bool all_asleep(const WorkQueue &q, unsigned workers, std::chrono::seconds limit
 
 TEST_CASE("work queue: each job runs once, pushed while its worker watches or after it fell asleep")
 {
+    // Watch 0: the workers never watch (a network driver's pool), so every
+    // job pushed after the last one ran is run only because a push woke a
+    // sleeper.
+    for (auto watch : {WorkQueue::watch_before_sleep, std::chrono::microseconds(0)})
     for (unsigned workers : {1u, 2u, 3u}) {
         CAPTURE(workers);
+        CAPTURE(watch.count());
         WorkQueue q;
-        q.start(workers);
+        q.start(workers, watch);
         DoneCount done;
         // One job at a time, each pushed once the last one ran: at once,
         // while a worker still watches, or, every fourth, once the queue

@@ -14,6 +14,7 @@
 
 #include <kvblob/kvblob.h>
 
+#include <chrono>
 #include <string>
 
 #include "kvblob/support/driver_base.hpp"
@@ -50,11 +51,13 @@ protected:
     // waiters_run: the polls that wait for an operation run its rows beside
     // the worker (run_row, DriverBase::run_queued). Only for a driver whose
     // rows are independent bounded local work; never one that waits on a
-    // network round trip, since poll never blocks.
-    void start_workers(unsigned threads, bool waiters_run = false)
+    // network round trip, since poll never blocks. watch: how long a
+    // worker out of jobs watches the queue before it sleeps (WorkQueue).
+    void start_workers(unsigned threads, bool waiters_run = false,
+                       std::chrono::microseconds watch = WorkQueue::watch_before_sleep)
     {
         waiters_run_ = waiters_run;
-        workers_.start(threads);
+        workers_.start(threads, watch);
     }
     void start(Op &op) override
     {

@@ -9,8 +9,12 @@
 // come back: tens of microseconds on a virtual machine whose idle vCPU
 // halts, against the few microseconds an in-memory operation takes. One
 // worker watches at a time (the others sleep at once), so an idle pool
-// keeps at most one core busy, for at most watch_before_sleep. A submitter
-// makes the system call only while a worker sleeps.
+// keeps at most one core busy, for at most its watch. A submitter makes the
+// system call only while a worker sleeps. A pool whose jobs wait on a
+// network round trip starts without a watch (start's watch 0): there the
+// wake is a small part of a job, and a watch right after a job holds a
+// core that the thread waiting for that job's answer needs (the Redis
+// driver, plugins/redis/redis_driver.cpp).
 //
 // A job pushed with a tag may be taken back and run by another thread
 // (run_queued): a caller that waits for that job anyway runs it itself,
@@ -48,8 +52,11 @@ public:
     WorkQueue(const WorkQueue &) = delete;
     WorkQueue &operator=(const WorkQueue &) = delete;
 
-    void start(unsigned threads)
+    // watch: how long a worker out of jobs watches before it sleeps (0:
+    // it sleeps at once).
+    void start(unsigned threads, std::chrono::microseconds watch = watch_before_sleep)
     {
+        watch_ = watch;
         for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
     }
     bool running() const { return !threads_.empty(); }
@@ -129,17 +136,17 @@ private:
         }
     }
 
-    // Returns when a job is queued, or after watch_before_sleep, or at once
-    // while another worker watches. Looks at the clock every 64 pauses.
+    // Returns when a job is queued, or after watch_, or at once while
+    // another worker watches or when the pool has no watch. Looks at the clock every 64 pauses.
     // Never yields: on a busy machine the fair scheduler gives a yielding
     // thread's core to a busy thread for up to a scheduler tick (4 ms),
     // where a sleeper that is woken runs at once (host/src/guarding/
     // watch.hpp says the same of the host's waits).
     void watch()
     {
-        if (watching_.exchange(true, std::memory_order_acquire)) return;
+        if (watch_.count() == 0 || watching_.exchange(true, std::memory_order_acquire)) return;
         using Clock = std::chrono::steady_clock;
-        const auto until = Clock::now() + watch_before_sleep;
+        const auto until = Clock::now() + watch_;
         while (Clock::now() < until) {
             for (int i = 0; i < 64 && queued_.load(std::memory_order_relaxed) == 0; ++i) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -162,6 +169,7 @@ private:
     std::atomic<unsigned> sleepers_{0};  // workers asleep on cv_
     std::atomic<bool> watching_{false};  // a worker is in watch()
     bool stopping_ = false;
+    std::chrono::microseconds watch_ = watch_before_sleep;  // set before the workers start
     std::vector<std::thread> threads_;
 };
 
