@@ -12,11 +12,41 @@
 
 namespace kvblob::support {
 
-constexpr kvblob_option_desc_t option(kvblob_option_type type, const char *name, const char *def,
-                                      const char *choices, const char *help)
+// The entries of an option table, one maker per option type
+// (KVBLOB_OPTION_*): name, default, help, and for a choice its choices
+// between default and help. Only a choice has choices, so a choice without
+// them (refused at load, R-LOAD-7) cannot be written. A plugin.cpp says
+// `using namespace support::option_types;` and writes integer("workers",
+// "2", "...").
+namespace option_types {
+
+constexpr kvblob_option_desc_t text(const char *name, const char *def, const char *help)
 {
-    return {sizeof(kvblob_option_desc_t), type, name, def, choices, help};
+    return {sizeof(kvblob_option_desc_t), KVBLOB_OPTION_STRING, name, def, nullptr, help};
 }
+constexpr kvblob_option_desc_t integer(const char *name, const char *def, const char *help)
+{
+    return {sizeof(kvblob_option_desc_t), KVBLOB_OPTION_INT, name, def, nullptr, help};
+}
+constexpr kvblob_option_desc_t flag(const char *name, const char *def, const char *help)
+{
+    return {sizeof(kvblob_option_desc_t), KVBLOB_OPTION_BOOL, name, def, nullptr, help};
+}
+constexpr kvblob_option_desc_t bytes(const char *name, const char *def, const char *help)
+{
+    return {sizeof(kvblob_option_desc_t), KVBLOB_OPTION_BYTES, name, def, nullptr, help};
+}
+constexpr kvblob_option_desc_t milliseconds(const char *name, const char *def, const char *help)
+{
+    return {sizeof(kvblob_option_desc_t), KVBLOB_OPTION_MILLISECONDS, name, def, nullptr, help};
+}
+// choices: "a|b|c".
+constexpr kvblob_option_desc_t choice(const char *name, const char *def, const char *choices, const char *help)
+{
+    return {sizeof(kvblob_option_desc_t), KVBLOB_OPTION_CHOICE, name, def, choices, help};
+}
+
+}  // namespace option_types
 
 struct LimitDefaults {
     const char *max_rows = "65536";
@@ -28,14 +58,14 @@ struct LimitDefaults {
 
 constexpr std::array<kvblob_option_desc_t, 5> limit_options(LimitDefaults d = {})
 {
-    return {{
-        option(KVBLOB_OPTION_INT, "max_rows", d.max_rows, nullptr, "Most rows per operation."),
-        option(KVBLOB_OPTION_INT, "max_spans", d.max_spans, nullptr, "Most spans per row (1 turns multi_span off)."),
-        option(KVBLOB_OPTION_INT, "max_key_bytes", d.max_key_bytes, nullptr, "Longest key, in bytes."),
-        option(KVBLOB_OPTION_BYTES, "max_object_bytes", d.max_object_bytes, nullptr, "Largest object."),
-        option(KVBLOB_OPTION_INT, "max_ops_in_flight", d.max_ops_in_flight, nullptr,
-               "Most operations admitted and not settled."),
-    }};
+    using namespace option_types;
+    return {
+        integer("max_rows", d.max_rows, "Most rows per operation."),
+        integer("max_spans", d.max_spans, "Most spans per row (1 turns multi_span off)."),
+        integer("max_key_bytes", d.max_key_bytes, "Longest key, in bytes."),
+        bytes("max_object_bytes", d.max_object_bytes, "Largest object."),
+        integer("max_ops_in_flight", d.max_ops_in_flight, "Most operations admitted and not settled."),
+    };
 }
 
 // A driver's option table: its own options, then the limits.

@@ -4,7 +4,8 @@
 // each ABI version and the negotiation come from plugin_glue.hpp, so a
 // change to either is made here once for every bundled driver.
 //
-// A plugin.cpp says:
+// A plugin.cpp says (its constexpr objects have internal linkage: no
+// anonymous namespace needed):
 //   constexpr support::Plugin<FileDriver, all_options> plugin("file", "0.1.0", "...");
 //   extern const support::OptionTable file_options = plugin.options();  // read by FileDriver::open
 //   KVBLOB_SUPPORT_PLUGIN_ENTRY(kvblob::file::plugin)                    // at global scope
@@ -28,10 +29,16 @@ class Plugin {
 public:
     static constexpr std::size_t option_count = std::tuple_size_v<std::remove_cvref_t<decltype(Options)>>;
 
+    // own_slots, where a driver answers a slot in a way of its own, changes
+    // the generated table of each ABI version (plugins/tiered: its own
+    // unregister_region and drain).
+    using OwnSlots = kvblob_plugin_t (*)(kvblob_plugin_t);
+
     constexpr Plugin(const char *name, const char *version, const char *description,
-                     std::initializer_list<std::string_view> secrets = {})
+                     std::initializer_list<std::string_view> secrets = {}, OwnSlots own_slots = nullptr)
         : flags_(option_flags(Options, secrets)),
-          tables_(tables<D>(name, version, description, Options.data(), option_count, true, true, flags_.data()))
+          tables_(with(own_slots,
+                       tables<D>(name, version, description, Options.data(), option_count, true, true, flags_.data())))
     {
     }
 
@@ -41,6 +48,12 @@ public:
     kvblob_status negotiate(kvblob_negotiation_t *n) const { return support::negotiate(n, tables_); }
 
 private:
+    static constexpr PluginTables with(OwnSlots own_slots, PluginTables t)
+    {
+        if (own_slots) t = {own_slots(t.v1_0), own_slots(t.v1_1)};
+        return t;
+    }
+
     std::array<kvblob_option_flags, option_count> flags_;
     PluginTables tables_;
 };
