@@ -5,7 +5,6 @@
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
-#include <kvblob/support/span_copy.hpp>
 
 #include <dlfcn.h>
 
@@ -507,62 +506,16 @@ void TieredDriver::start(Op &base)
     workers_.push([this, &op] { run(op); });
 }
 
-// Measured: a 4 KiB get of 32 rows through a memory top tier spent most of
-// its time handing over between threads (this driver's worker, the tier's,
-// then the waiting caller). The top tier's get is submitted here, in the
-// submitting thread; a tier that is done on return (memory's mode=blocking,
-// or a poll that copied the rows itself) lets a get the top tier answers
-// whole be final before submit returns, with no thread between. Otherwise
-// a worker waits for the tier operation and asks the tiers below.
-bool TieredDriver::start_get(TieredOp &op)
-{
-    if (keys_staged_.load()) return false;  // hold_back's rows: run() sorts them
-    std::vector<size_t> rows;
-    for (size_t i = 0; i < op.rows.size(); ++i)
-        if (begin_row(op, i)) rows.push_back(i);
-    if (rows.empty()) return false;  // every row CANCELLED already: run() ends it
-    std::vector<TierAnswer> top;
-    auto tier_op = std::make_shared<std::optional<kvblob::Operation>>(
-        submit_to(op, 0, kvblob::OpKind::get, rows, top));
-    auto &held = *tier_op;
-    if (!held || (held->is_final() && held->access() != KVBLOB_ACCESS_OPEN)) {
-        if (held) collect(op, 0, *held, top);
-        held.reset();
-        const bool whole = std::all_of(top.begin(), top.end(),
-                                       [](const TierAnswer &a) { return a.result == KVBLOB_ROW_READY; });
-        if (whole) {
-            run_get(op, rows, &top);  // final here: nothing below to ask
-            return true;
-        }
-        workers_.push([this, &op, rows, top]() mutable { run_get(op, rows, &top); });
-        return true;
-    }
-    {
-        std::lock_guard lock(op.mu);
-        op.cancellable.push_back(&*held);
-        if (op.cancel_requested.load()) held->cancel();
-    }
-    workers_.push([this, &op, rows, tier_op] {
-        auto &t = *tier_op;
-        while (!t->wait(std::chrono::hours(1))) {
-        }
-        std::vector<TierAnswer> top(rows.size());
-        collect(op, 0, *t, top);
-        {
-            std::lock_guard lock(op.mu);
-            op.cancellable.clear();
-        }
-        t.reset();
-        run_get(op, rows, &top);
-    });
-    return true;
-}
-
 void TieredDriver::on_cancel(Op &base)
 {
     auto &op = static_cast<TieredOp &>(base);
-    std::lock_guard lock(op.mu);
-    for (const kvblob::Operation *tier_op : op.cancellable) tier_op->cancel();  // never blocks (R-CAN-1)
+    {
+        std::lock_guard lock(op.mu);
+        for (const kvblob::Operation *tier_op : op.cancellable) tier_op->cancel();  // never blocks (R-CAN-1)
+    }
+    // A write=back put waiting for room in the queue ends its wait
+    // (write_back); the queue's lock is held only for a look, never a wait.
+    if (write_back_ && op.kind == support::OpKind::put) write_back_->interrupt();
 }
 
 std::optional<kvblob::Operation> TieredDriver::submit_to(TieredOp &op, size_t t, kvblob::OpKind kind,
@@ -674,76 +627,10 @@ void TieredDriver::run(TieredOp &op)
     finish(op);  // the last touch
 }
 
-// Top first; a row that MISSes (or fails) at a tier is asked of the next.
-// READY from the first tier that has it; otherwise a FAULT that may have
-// written the destination (R-ROW-3: no MISS after that), else the last
-// tier's answer. Rows READY below are then copied up (promote).
-void TieredDriver::run_get(TieredOp &op, const std::vector<size_t> &all, std::vector<TierAnswer> *top)
-{
-    std::vector<TierAnswer> answers(op.rows.size());
-    std::vector<int> ready_tier(op.rows.size(), -1);
-    std::vector<std::optional<TierAnswer>> fault(op.rows.size());
-    std::vector<size_t> rows = all;
-    // Rows of a key staged below go to the bottom tier alone (start_get
-    // leaves a get to run() while any key is).
-    std::vector<size_t> below;
-    if (!top) below = hold_back(op, rows);
-    for (size_t t = 0; t < tiers_.size(); ++t) {
-        if (t + 1 == tiers_.size()) rows.insert(rows.end(), below.begin(), below.end());
-        if (rows.empty()) {
-            if (below.empty()) break;
-            continue;
-        }
-        auto got = t == 0 && top ? std::move(*top) : ask(op, t, kvblob::OpKind::get, rows, true);
-        std::vector<size_t> next;
-        for (size_t k = 0; k < rows.size(); ++k) {
-            const size_t i = rows[k];
-            TierAnswer &a = got[k];
-            if (a.result == KVBLOB_ROW_READY) {
-                answers[i] = {KVBLOB_ROW_READY, 0, t == 0 ? std::string() : "from " + tiers_[t].label()};
-                ready_tier[i] = static_cast<int>(t);
-                // Most recently used now. A key this driver did not place
-                // there is held below for sure only in write=through (every
-                // object reaches the top from below).
-                if (t == 0) drop(recency_.touch(op.rows[i].key, op.rows[i].total, !write_back_));
-                continue;
-            }
-            if (a.result == KVBLOB_ROW_CANCELLED) {
-                // Nothing of this tier's touched the row; an earlier FAULT did.
-                answers[i] = fault[i] ? *fault[i] : std::move(a);
-                continue;
-            }
-            if (a.result == KVBLOB_ROW_FAULT && !a.refused && !fault[i]) fault[i] = a;
-            answers[i] = std::move(a);
-            next.push_back(i);
-        }
-        rows = std::move(next);
-    }
-    for (size_t i : rows)
-        if (fault[i]) answers[i] = *fault[i];
-    for (size_t i : all) set_row(op, i, answers[i].result, answers[i].code, std::move(answers[i].message));
-    // The rows to promote are copied while access is open; then access
-    // ends and the get is final, before any promotion.
-    std::vector<int> from;
-    Block copy;
-    if (!op.cancel_requested.load()) copy = copy_promoted(op, all, ready_tier, from);
-    if (!copy.rows.empty()) {
-        std::lock_guard lock(promotions_mu_);
-        ++promotions_;
-    }
-    end_access(op);
-    finish(op);  // the last touch
-    if (copy.rows.empty()) return;
-    promote(copy, from);
-    std::lock_guard lock(promotions_mu_);
-    if (--promotions_ == 0) promotions_cv_.notify_all();
-}
-
-Block TieredDriver::copy_promoted(TieredOp &op, const std::vector<size_t> &all, const std::vector<int> &ready_tier,
+Block TieredDriver::plan_promoted(TieredOp &op, const std::vector<size_t> &all, const std::vector<int> &ready_tier,
                                   std::vector<int> &from)
 {
     Block copy;
-    std::vector<size_t> rows;
     for (size_t i : all) {
         if (ready_tier[i] <= 0) continue;
         const uint64_t n = op.rows[i].total;
@@ -755,37 +642,44 @@ Block TieredDriver::copy_promoted(TieredOp &op, const std::vector<size_t> &all, 
         }
         copy.rows.push_back({op.rows[i].key, copy.reserved, n});
         copy.reserved += n;
-        rows.push_back(i);
+        from.push_back(ready_tier[i]);
     }
-    if (rows.empty()) return copy;
-    copy.bytes.resize(std::max<uint64_t>(copy.reserved, 1));
-    std::vector<Block::Row> copied;
-    for (size_t k = 0; k < rows.size(); ++k) {
-        uint8_t *to = copy.bytes.data() + copy.rows[k].offset;
-        uint32_t crc = 0;  // not needed: the tier the row came from verified it
-        std::string error;
-        bool ok = true;
-        for (const support::SpanRef &span : op.rows[rows[k]].spans) {
-            if (span.length && !(ok = support::copy_from_span(crc, to, span, error))) break;
-            to += span.length;
-        }
-        if (!ok) {
-            log(KVBLOB_LOG_DEBUG, "promotion skipped: the row's bytes could not be copied: " + error);
-            continue;
-        }
-        copied.push_back(std::move(copy.rows[k]));
-        from.push_back(ready_tier[rows[k]]);
-    }
-    copy.rows = std::move(copied);
     return copy;
 }
 
-// A row READY from tier t is put, from the driver's copy, into each tier
-// above t. A tier's answer is its own business: DECLINED (full) or any
-// other non-READY answer leaves the object out of that tier, logged at
-// debug level.
-void TieredDriver::promote(Block &copy, const std::vector<int> &from)
+void TieredDriver::read_promoted(Block &copy, std::vector<int> &from)
 {
+    copy.bytes.resize(std::max<uint64_t>(copy.reserved, 1));
+    std::vector<bool> read(copy.rows.size(), false);
+    for (size_t t = 1; t < tiers_.size(); ++t) {
+        std::vector<size_t> rows;
+        for (size_t k = 0; k < copy.rows.size(); ++k)
+            if (from[k] == static_cast<int>(t)) rows.push_back(k);
+        if (rows.empty()) continue;
+        const auto got = ask_own(t, kvblob::OpKind::get, copy, rows);
+        for (size_t j = 0; j < rows.size(); ++j) {
+            if (got[j].result == KVBLOB_ROW_READY) read[rows[j]] = true;
+            else log(KVBLOB_LOG_DEBUG, "promotion skipped: read again, " + got[j].message);
+        }
+    }
+    std::vector<Block::Row> kept;
+    std::vector<int> kept_from;
+    for (size_t k = 0; k < copy.rows.size(); ++k) {
+        if (!read[k]) continue;
+        kept.push_back(std::move(copy.rows[k]));
+        kept_from.push_back(from[k]);
+    }
+    copy.rows = std::move(kept);
+    from = std::move(kept_from);
+}
+
+// A row READY from tier t is read again from t into the driver's copy,
+// then put from it into each tier above t. A tier's answer is its own
+// business: DECLINED (full) or any other non-READY answer leaves the object
+// out of that tier, logged at debug level.
+void TieredDriver::promote(Block &copy, std::vector<int> &from)
+{
+    read_promoted(copy, from);
     for (size_t u = 0; u + 1 < tiers_.size() && !copy.bytes.empty(); ++u) {
         std::vector<size_t> rows;
         for (size_t k = 0; k < copy.rows.size(); ++k)
@@ -798,10 +692,10 @@ void TieredDriver::promote(Block &copy, const std::vector<int> &from)
             put = put_top_sized(sizes, [&](const std::vector<size_t> &idx, bool) {
                 std::vector<size_t> of;
                 for (size_t j : idx) of.push_back(rows[j]);
-                return put_own(0, copy, of);
+                return ask_own(0, kvblob::OpKind::put, copy, of);
             });
         } else {
-            put = put_own(u, copy, rows);
+            put = ask_own(u, kvblob::OpKind::put, copy, rows);
         }
         for (size_t k = 0; k < rows.size(); ++k) {
             if (put[k].result != KVBLOB_ROW_READY)
@@ -919,7 +813,19 @@ void TieredDriver::write_back(TieredOp &op, std::vector<size_t> rows, std::vecto
     for (size_t next = 0; next < rows.size();) {
         std::vector<uint64_t> sizes;
         for (size_t k = next; k < rows.size(); ++k) sizes.push_back(op.rows[rows[k]].total);
-        const size_t n = write_back_->reserve_some(sizes);
+        const size_t n = write_back_->reserve_some(sizes, op.cancel_requested, [&] {
+            log(KVBLOB_LOG_DEBUG, "write=back: a put waits for room in the queue (write_back_queue_bytes=" +
+                                      std::to_string(write_back_->limit()) + ", write_back_queue_rows=" +
+                                      std::to_string(write_back_->row_limit()) + ")");
+        });
+        if (n == 0 && op.cancel_requested.load() && sizes[0] <= write_back_->limit()) {
+            // Cancelled before these rows reserved room: none reached a
+            // tier, so they had no effect (R-CAN-1).
+            for (size_t k = next; k < rows.size(); ++k)
+                answers[rows[k]] = {KVBLOB_ROW_CANCELLED, 0, "cancelled while it waited for room in the write=back queue",
+                                    false};
+            break;
+        }
         if (n == 0) {  // larger than the queue: not admitted (max_object_bytes)
             answers[rows[next]] = {KVBLOB_ROW_DECLINED, 0, "larger than write_back_queue_bytes", false};
             ++next;
@@ -987,7 +893,7 @@ std::vector<bool> TieredDriver::write_below(Block &block)
     std::vector<bool> stored(block.rows.size(), false);
     std::vector<size_t> rows(block.rows.size());
     std::iota(rows.begin(), rows.end(), size_t{0});
-    auto answers = put_own(last, block, rows);
+    auto answers = ask_own(last, kvblob::OpKind::put, block, rows);
     std::vector<size_t> kept;
     for (size_t k = 0; k < rows.size(); ++k) {
         if (answers[k].result == KVBLOB_ROW_READY) {
@@ -1001,7 +907,7 @@ std::vector<bool> TieredDriver::write_below(Block &block)
     }
     // The tiers between, bottom up, as caches: only what the bottom stored.
     for (size_t t = last; t-- > 1 && !kept.empty();) {
-        auto cached = put_own(t, block, kept);
+        auto cached = ask_own(t, kvblob::OpKind::put, block, kept);
         for (size_t k = 0; k < kept.size(); ++k) {
             const auto r = cached[k].result;
             if (r == KVBLOB_ROW_READY || r == KVBLOB_ROW_DECLINED) continue;
@@ -1011,7 +917,8 @@ std::vector<bool> TieredDriver::write_below(Block &block)
     return stored;
 }
 
-std::vector<TierAnswer> TieredDriver::put_own(size_t t, Block &block, const std::vector<size_t> &rows)
+std::vector<TierAnswer> TieredDriver::ask_own(size_t t, kvblob::OpKind kind, Block &block,
+                                              const std::vector<size_t> &rows)
 {
     Tier &tier = tiers_[t];
     std::vector<TierAnswer> out(rows.size());
@@ -1034,9 +941,10 @@ std::vector<TierAnswer> TieredDriver::put_own(size_t t, Block &block, const std:
         batch.row(block.rows[k].key, {kvblob::make_span(region.handle(), block.rows[k].offset, block.rows[k].length)});
     std::optional<kvblob::Operation> tier_op;
     try {
-        tier_op.emplace(tier.handle->submit(kvblob::OpKind::put, batch.get()));
+        tier_op.emplace(tier.handle->submit(kind, batch.get()));
     } catch (const std::exception &e) {
-        return fail_all(tier.label() + " refused the put: " + kvblob::without_secrets(e.what(), tier.secrets));
+        return fail_all(tier.label() + " refused the " + kind_name(kind) + ": " +
+                        kvblob::without_secrets(e.what(), tier.secrets));
     }
     while (!tier_op->wait(std::chrono::hours(1))) {
     }

@@ -7,7 +7,7 @@
 // final and its access ended (Operation::wait) before it reads the next.
 // The tiered operation's access ends only after every tier operation under
 // it ended its access and was released, and no later than its results are
-// final (a get's promotions are put from the driver's own copy): the
+// final (a get's promotions read the row again from its tier): the
 // declared access-end bound is 0 (R-ACC-2). A tier operation whose access
 // became unprovable makes the tiered operation's access unprovable too.
 #pragma once
@@ -45,16 +45,41 @@ struct TierAnswer {
 };
 
 // Bytes of promotion copies the driver holds at a time, across operations
-// (TieredDriver::copy_promoted).
+// (TieredDriver::plan_promoted).
 inline constexpr uint64_t promote_buffer_bytes = uint64_t(64) << 20;
+
+// A get on its way down the tiers (get_path.cpp): the tier asked now and
+// its operation, shared by the worker that waits for it and the polls of
+// the get. Whoever finds the tier operation settled takes the next step,
+// under mu: reads its answers and releases it, then submits the rows still
+// to ask to the next tier, or ends the get (claimed). A poll never waits: it
+// takes a step only while no worker waits on the tier operation (the
+// worker's wait holds it), and otherwise only polls it. Promotions run on
+// the worker, after.
+struct GetFlow {
+    std::mutex mu;
+    size_t tier = 0;                              // the tier asked now
+    std::optional<kvblob::Operation> current;     // its get; none where it refused the get
+    std::vector<size_t> rows;                     // the get's rows
+    std::vector<size_t> asking;                   // those asked of tier, in its order
+    std::vector<TierAnswer> refused;              // tier's refusals, where it refused the get
+    std::vector<std::vector<TierAnswer>> asked;   // per tier answered: its answers
+    bool claimed = false, worker_waiting = false;
+    Block plan;                                   // promotions, for the worker (plan_promoted)
+    std::vector<int> from;
+};
 
 struct TieredOp : Op {
     // The tier operations a cancel is forwarded to, under mu.
     std::mutex mu;
     std::vector<const kvblob::Operation *> cancellable;
+    // Set by start_get before the worker is queued (op.queued then set):
+    // what a poll of the get looks at (run_queued).
+    std::shared_ptr<GetFlow> flow;
     void recycle() override
     {
         cancellable.clear();
+        flow.reset();
         Op::recycle();
     }
 };
@@ -124,6 +149,10 @@ protected:
     std::unique_ptr<Op> make_op() override { return std::make_unique<TieredOp>(); }
     void start(Op &op) override;
     void on_cancel(Op &op) override;
+    // A poll of a get with a GetFlow: polls the tier operation (a tier that
+    // lets waiters run its rows runs them here) and, while no worker waits
+    // on it, steps the flow as far as the tiers let it without waiting.
+    bool run_queued(Op &op) override;
     void stop() override;
     kvblob_status store_register(support::Region &region, std::string &why) override;
     void store_unregister(support::Region &region) override;
@@ -133,12 +162,31 @@ private:
                  std::shared_ptr<LogForward> forward, const Settings &settings);
 
     void run(TieredOp &op);
-    // Ends op. top: the top tier's answers for rows, asked already
-    // (start_get).
-    void run_get(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> *top = nullptr);
-    // A get's top tier asked in the submitting thread; false when the get
-    // is left to run() whole.
+    // ---- gets (get_path.cpp) ----
+    // Ends op, then runs its promotions. asked: the answers of the first
+    // tiers, asked already (start_get), each in the order run_get asks them.
+    void run_get(TieredOp &op, const std::vector<size_t> &rows, std::vector<std::vector<TierAnswer>> asked = {});
+    // run_get up to the end of op (the last touch): the rows to promote,
+    // counted in promotions_ (from: each one's tier).
+    Block end_get(TieredOp &op, const std::vector<size_t> &rows, std::vector<std::vector<TierAnswer>> asked,
+                  std::vector<int> &from);
+    // Promotes plan (promote), then counts it out of promotions_.
+    void promote_planned(Block &plan, std::vector<int> &from);
+    // A get's tiers asked from the submitting thread (GetFlow): false when
+    // the get is left to run() whole (a key staged below).
     bool start_get(TieredOp &op);
+    // Submits rows to tier t as the flow's step (flow.mu held).
+    void submit_step(TieredOp &op, GetFlow &flow, size_t t, std::vector<size_t> rows);
+    // Whether the flow's tier operation is final with access no longer
+    // open (a poll of it: the tier may run its rows in this thread).
+    static bool settled(const GetFlow &flow);
+    // The next step of a settled flow (flow.mu held): its answers read and
+    // its operation released; then the rows still to ask submitted to the
+    // next tier, or op ended (claimed; op may be gone on return).
+    void step(TieredOp &op, GetFlow &flow);
+    // The worker's part: waits for each tier operation a poll did not step
+    // past, steps, until the flow is claimed; then promotes.
+    void wait_flow(TieredOp &op, const std::shared_ptr<GetFlow> &flow);
     void run_put(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
     // write=through: the last tier first, its answer the row's; then each
     // tier above, bottom up, as a cache.
@@ -168,19 +216,28 @@ private:
     // The write=back queue's writer: block into every tier below the top,
     // bottom first; per row, whether the bottom tier stored it.
     std::vector<bool> write_below(Block &block);
-    std::vector<TierAnswer> put_own(size_t t, Block &block, const std::vector<size_t> &rows);
+    // Submits rows of the driver's own block to tier t as kind (a put from
+    // it, or a get into it), waits until final with access ended, and
+    // answers each row.
+    std::vector<TierAnswer> ask_own(size_t t, kvblob::OpKind kind, Block &block, const std::vector<size_t> &rows);
     void run_probe(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
     void run_remove(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
-    // A get's rows READY below, copied out of the caller's memory into the
-    // driver's own buffer before the get is final (so its access ends no
-    // later: the declared bound is 0, R-ACC-2), within promote_buffer_bytes
-    // across operations; a row past it, or one whose copy failed, is not
-    // promoted. from: per row of the copy, the tier that answered READY.
-    Block copy_promoted(TieredOp &op, const std::vector<size_t> &rows, const std::vector<int> &ready_tier,
+    // A get's rows READY below, planned for promotion before the get is
+    // final: room in the driver's promotion buffer (promote_buffer_bytes
+    // across operations) is counted for each, a row past it is not
+    // promoted; nothing is copied, so the get's access ends when its
+    // results are final (the declared bound is 0, R-ACC-2) and the caller's
+    // READY waits for no copy. from: per row of the plan, the tier that
+    // answered READY.
+    Block plan_promoted(TieredOp &op, const std::vector<size_t> &rows, const std::vector<int> &ready_tier,
                         std::vector<int> &from);
-    // Puts each row of the copy into every tier above the one it came from,
-    // then lets go of the copy's room in the buffer.
-    void promote(Block &copy, const std::vector<int> &from);
+    // After the get is final: reads each planned row again from the tier
+    // that answered it, into the driver's own buffer; a row that tier no
+    // longer answers READY (removed since, say) is left out.
+    void read_promoted(Block &copy, std::vector<int> &from);
+    // Puts each row read into every tier above the one it came from, then
+    // lets go of the copy's room in the buffer.
+    void promote(Block &copy, std::vector<int> &from);
     // Submits rows of op to tier t as kind, waits until the tier operation
     // is final and its access ended, and answers each row (in rows' order).
     // cancellable: a cancel of op is forwarded to it.
@@ -218,7 +275,7 @@ private:
     // write=back's queue, or null; stopped (finish) once, at close.
     std::unique_ptr<WriteBack> write_back_;
     bool write_back_finished_ = false;
-    // Bytes of promotion copies held now (copy_promoted), at most
+    // Bytes of promotion copies held now (plan_promoted), at most
     // promote_buffer_bytes.
     std::atomic<uint64_t> promoting_bytes_{0};
     // Gets whose promotions have not ended yet, counted before the get is

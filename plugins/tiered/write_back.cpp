@@ -8,19 +8,35 @@ WriteBack::WriteBack(uint64_t limit, uint64_t row_limit, Writer writer)
     thread_ = std::thread([this] { loop(); });
 }
 
-size_t WriteBack::reserve_some(const std::vector<uint64_t> &sizes)
+size_t WriteBack::reserve_some(const std::vector<uint64_t> &sizes, const std::atomic<bool> &stop,
+                               const std::function<void()> &waiting)
 {
     if (sizes.empty() || sizes[0] > limit_) return 0;
     const auto fits = [&](uint64_t bytes) { return used_ <= limit_ - bytes && rows_used_ < row_limit_; };
     std::unique_lock lock(mu_);
-    // The writer frees room as it writes (it never waits for a put).
-    done_cv_.wait(lock, [&] { return fits(sizes[0]); });
+    if (!fits(sizes[0]) && !stop.load() && waiting) {
+        lock.unlock();
+        waiting();
+        lock.lock();
+    }
+    // The writer frees room as it writes (it never waits for a put); a
+    // cancel sets stop, then interrupt() takes mu_ and wakes this wait.
+    done_cv_.wait(lock, [&] { return stop.load() || fits(sizes[0]); });
+    if (stop.load()) return 0;
     size_t n = 0;
     while (n < sizes.size() && sizes[n] <= limit_ && fits(sizes[n])) {
         used_ += sizes[n++];
         ++rows_used_;
     }
     return n;
+}
+
+void WriteBack::interrupt()
+{
+    {
+        std::lock_guard lock(mu_);  // a put between its look at stop and its wait is not missed
+    }
+    done_cv_.notify_all();
 }
 
 void WriteBack::unreserve(uint64_t bytes)

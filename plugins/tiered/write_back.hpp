@@ -12,6 +12,7 @@
 // silently.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -50,9 +51,15 @@ public:
     uint64_t limit() const { return limit_; }
     uint64_t row_limit() const { return row_limit_; }
     // Reserves room for the first rows of sizes (bytes each), as many as
-    // fit, waiting until the first fits; how many (0 only for a first row
-    // larger than the limit, which can never fit).
-    size_t reserve_some(const std::vector<uint64_t> &sizes);
+    // fit, waiting until the first fits; how many. 0 for a first row larger
+    // than the limit (it can never fit), or once stop is true (a cancel of
+    // the put: its rows have reserved nothing, so they had no effect;
+    // interrupt() wakes the wait to look). waiting is called, without the
+    // lock, when the first row does not fit at once and the put waits.
+    size_t reserve_some(const std::vector<uint64_t> &sizes, const std::atomic<bool> &stop,
+                        const std::function<void()> &waiting);
+    // Wakes the puts waiting in reserve_some to look at their stop flag.
+    void interrupt();
     void unreserve(uint64_t bytes);
     // The keys a put is about to store in the top tier are pending from
     // now (claim) until written below, or until the put did not store them

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <mutex>
@@ -49,13 +50,28 @@ bool holds(DriverHarness &h, const std::string &key) { return h.one(OpKind::prob
 // A driver's log lines, kept for a test to read after the driver closed.
 struct Lines {
     std::mutex mu;
+    std::condition_variable cv;
     std::vector<std::string> lines;
     kvblob::LogSink sink()
     {
         return [this](kvblob_log_level, const std::string &line) {
-            std::lock_guard lock(mu);
-            lines.push_back(line);
+            {
+                std::lock_guard lock(mu);
+                lines.push_back(line);
+            }
+            cv.notify_all();
         };
+    }
+    // Waits for a line holding text: the driver's own signal that it got
+    // somewhere (within, so a driver that never says it fails the test).
+    bool wait_for(const std::string &text, std::chrono::seconds within)
+    {
+        std::unique_lock lock(mu);
+        return cv.wait_for(lock, within, [&] {
+            for (const auto &l : lines)
+                if (l.find(text) != std::string::npos) return true;
+            return false;
+        });
     }
     bool any(const std::string &text)
     {
@@ -100,8 +116,9 @@ TEST_CASE("tiered: a row only in tier 1 is READY from it, and promoted into tier
     CHECK(results[1].result == KVBLOB_ROW_MISS);  // absent from every tier
     CHECK(dst.bytes == src.bytes);
 
-    // The promotion runs after the get is final, from the driver's own
-    // copy: tier 0 has it once that put is done (looked for until then).
+    // The promotion runs after the get is final, reading the row again
+    // from tier 1: tier 0 has it once that put is done (looked for until
+    // then).
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (!holds(top, "tp/below") && std::chrono::steady_clock::now() < until) std::this_thread::yield();
     CHECK(holds(top, "tp/below"));
@@ -395,6 +412,22 @@ const char *single_redis_url()
     return url && *url && std::string(url).find(',') == std::string::npos ? url : nullptr;
 }
 
+// The process of the Redis server at url (it is this test's to stop).
+pid_t server_pid(const std::string &url)
+{
+    const std::string port = url.substr(url.rfind(':') + 1);
+    const std::string info = run_command("redis-cli -p " + port + " info server").output;
+    const auto at = info.find("process_id:");
+    REQUIRE(at != std::string::npos);
+    return static_cast<pid_t>(std::stol(info.substr(at + 11)));
+}
+
+// Continues a stopped server as it goes, whatever the test found.
+struct Continues {
+    pid_t pid;
+    ~Continues() { ::kill(pid, SIGCONT); }
+};
+
 }  // namespace
 
 TEST_CASE("tiered: write=back over a stopped Redis server is READY from the top tier, and written below once it runs")
@@ -404,11 +437,7 @@ TEST_CASE("tiered: write=back over a stopped Redis server is READY from the top 
         return;
     }
     const std::string url = single_redis_url();
-    const std::string port = url.substr(url.rfind(':') + 1);
-    const std::string info = run_command("redis-cli -p " + port + " info server").output;
-    const auto at = info.find("process_id:");
-    REQUIRE(at != std::string::npos);
-    const auto pid = static_cast<pid_t>(std::stol(info.substr(at + 11)));
+    const auto pid = server_pid(url);
 
     const std::string store = unique_store("tiered-back-redis");
     const std::string key = "tiered-wb-redis/" + store;
@@ -450,6 +479,59 @@ TEST_CASE("tiered: write=back over a stopped Redis server is READY from the top 
     CHECK(stored(redis, key + "/2", 4096) == src.bytes);
     CHECK(redis.one(OpKind::remove, key) == KVBLOB_ROW_READY);
     CHECK(redis.one(OpKind::remove, key + "/2") == KVBLOB_ROW_READY);
+}
+
+TEST_CASE("tiered: write=back over a stopped Redis server: a cancel ends a put waiting for room in the queue (R-CAN-1)")
+{
+    if (!single_redis_url()) {
+        MESSAGE("skipped: needs one server in KVBLOB_REDIS_URL (run through tests/redis/with_redis.sh single)");
+        return;
+    }
+    const std::string url = single_redis_url();
+    const auto pid = server_pid(url);
+    const std::string store = unique_store("tiered-back-cancel");
+    const std::string key = "tiered-wb-cancel/" + store;
+    std::vector<uint8_t> pattern(4096);
+    fill_pattern(pattern.data(), pattern.size(), 71);
+    Lines log;
+    auto plugin = kvblob::Plugin::load("tiered");
+    auto d = plugin.open({{"tier.0.driver", "memory"}, {"tier.0.store", store}, {"tier.1.driver", "redis"},
+                          {"tier.1.url", url}, {"tier.1.command_timeout_ms", "300000"}, {"write", "back"},
+                          {"write_back_queue_rows", "1"}},
+                         log.sink());
+    auto region =
+        d.register_region({sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, pattern.data(), pattern.size(), 0, 0});
+    DriverHarness top("memory", {{"store", store}});
+    kvblob_row_result first = KVBLOB_ROW_PENDING, second = KVBLOB_ROW_PENDING;
+    bool second_in_top = true;
+    {
+        REQUIRE(::kill(pid, SIGSTOP) == 0);
+        Continues server{pid};
+        // The first row fills the queue (one row), and the stopped server
+        // keeps it full: the second put waits for room, and says so.
+        Batch one, two;
+        one.row(key, {make_span(region.handle(), 0, 4096)});
+        two.row(key + "/2", {make_span(region.handle(), 0, 4096)});
+        auto op1 = d.submit(OpKind::put, one.get());
+        REQUIRE(op1.wait(std::chrono::seconds(60)));
+        first = op1.results()[0].result;
+        auto op2 = d.submit(OpKind::put, two.get());
+        REQUIRE(log.wait_for("a put waits for room in the queue", std::chrono::seconds(60)));
+        CHECK(op2.cancel() == KVBLOB_OK);
+        // Final while the server is still stopped: the cancel ended the
+        // wait, rather than the room the writer frees once it runs.
+        REQUIRE(op2.wait(std::chrono::seconds(60)));
+        second = op2.results()[0].result;
+        second_in_top = holds(top, key + "/2");
+    }
+    CHECK(first == KVBLOB_ROW_READY);
+    CHECK(second == KVBLOB_ROW_CANCELLED);
+    CHECK_FALSE(second_in_top);  // a CANCELLED row had no effect
+    REQUIRE(d.drain(std::chrono::seconds(240)) == KVBLOB_OK);
+    DriverHarness redis("redis", {{"url", url}});
+    CHECK(stored(redis, key, 4096) == pattern);
+    CHECK(redis.one(OpKind::probe, key + "/2") == KVBLOB_ROW_MISS);
+    CHECK(redis.one(OpKind::remove, key) == KVBLOB_ROW_READY);
 }
 
 // ---- eviction ------------------------------------------------------------------

@@ -1,0 +1,218 @@
+// The tiered driver's gets: the top tier asked in the submitting thread,
+// the rows it did not answer submitted to the next tier there too, and each
+// later step taken by whichever of the get's worker and a poll of it first
+// finds the tier operation settled (GetFlow, tiered_driver.hpp).
+//
+// Measured (kvblob-bench --tier, 2 shared cores): a get through a memory
+// top tier spent most of its time handing over between threads: this
+// driver's worker, the tiers', then the waiting caller. A get the top tier
+// answers whole is final before submit returns (where the top tier is done
+// on return: memory's mode=blocking, or a poll that copied the rows); a get
+// of rows below reaches the next tier without waiting for this driver's
+// worker to wake, and a caller that polls it runs that tier's rows itself
+// where the tier lets its waiters run them (the file driver), then ends the
+// get, so the worker only promotes.
+#include "tiered_driver.hpp"
+
+#include <algorithm>
+
+namespace kvblob::tiered {
+
+namespace {
+
+// The rows a tier left to the next: neither READY nor CANCELLED (as
+// end_get's walk decides), in the order of rows.
+std::vector<size_t> still_to_ask(const std::vector<size_t> &rows, const std::vector<TierAnswer> &got)
+{
+    std::vector<size_t> next;
+    for (size_t k = 0; k < rows.size(); ++k)
+        if (got[k].result != KVBLOB_ROW_READY && got[k].result != KVBLOB_ROW_CANCELLED) next.push_back(rows[k]);
+    return next;
+}
+
+}  // namespace
+
+bool TieredDriver::start_get(TieredOp &op)
+{
+    if (keys_staged_.load()) return false;  // hold_back's rows: run() sorts them
+    std::vector<size_t> rows;
+    for (size_t i = 0; i < op.rows.size(); ++i)
+        if (begin_row(op, i)) rows.push_back(i);
+    if (rows.empty()) return false;  // every row CANCELLED already: run() ends it
+    auto flow = std::make_shared<GetFlow>();
+    flow->rows = rows;
+    {
+        std::lock_guard lock(flow->mu);
+        submit_step(op, *flow, 0, std::move(rows));
+        // As far as the tiers go without a wait: a top tier done on return
+        // answers here, and where it answered every row READY the get is
+        // final before submit returns, with no thread between.
+        while (!flow->claimed && settled(*flow)) step(op, *flow);
+        if (flow->claimed && flow->plan.rows.empty()) return true;
+        if (!flow->claimed) {
+            op.flow = flow;
+            op.queued.store(true);  // so that a poll of op looks (DriverBase::poll, run_queued)
+        }
+    }
+    // Claimed already: the worker only promotes, and never touches op.
+    workers_.push([this, &op, flow] { wait_flow(op, flow); });
+    return true;
+}
+
+void TieredDriver::submit_step(TieredOp &op, GetFlow &flow, size_t t, std::vector<size_t> rows)
+{
+    flow.tier = t;
+    flow.asking = std::move(rows);
+    flow.refused.clear();
+    flow.current = submit_to(op, t, kvblob::OpKind::get, flow.asking, flow.refused);
+    if (!flow.current) return;  // refused whole: the refusals are its answers
+    std::lock_guard lock(op.mu);
+    op.cancellable.push_back(&*flow.current);
+    if (op.cancel_requested.load()) flow.current->cancel();
+}
+
+bool TieredDriver::settled(const GetFlow &flow)
+{
+    return !flow.current || (flow.current->is_final() && flow.current->access() != KVBLOB_ACCESS_OPEN);
+}
+
+void TieredDriver::step(TieredOp &op, GetFlow &flow)
+{
+    std::vector<TierAnswer> got = std::move(flow.refused);
+    if (flow.current) {
+        got.assign(flow.asking.size(), {});
+        collect(op, flow.tier, *flow.current, got);
+        {
+            std::lock_guard lock(op.mu);
+            op.cancellable.clear();
+        }
+        flow.current.reset();  // released before op's access ends
+    }
+    std::vector<size_t> next = still_to_ask(flow.asking, got);
+    flow.asked.push_back(std::move(got));
+    if (!next.empty() && flow.tier + 1 < tiers_.size()) {
+        submit_step(op, flow, flow.tier + 1, std::move(next));
+        return;
+    }
+    flow.claimed = true;
+    flow.plan = end_get(op, flow.rows, std::move(flow.asked), flow.from);  // op may be gone from here on
+}
+
+void TieredDriver::wait_flow(TieredOp &op, const std::shared_ptr<GetFlow> &flow)
+{
+    {
+        std::unique_lock lock(flow->mu);
+        while (!flow->claimed) {
+            if (!settled(*flow)) {
+                // While it waits, a poll may poll the tier operation, not
+                // step past it (nor release it).
+                flow->worker_waiting = true;
+                lock.unlock();
+                while (!flow->current->wait(std::chrono::hours(1))) {
+                }
+                lock.lock();
+                flow->worker_waiting = false;
+            }
+            step(op, *flow);
+        }
+    }
+    // The plan is the claimer's, read after its lock: op is not touched.
+    promote_planned(flow->plan, flow->from);
+}
+
+bool TieredDriver::run_queued(Op &base)
+{
+    auto &op = static_cast<TieredOp &>(base);
+    const std::shared_ptr<GetFlow> flow = op.flow;
+    if (!flow) return false;
+    // Never waits: another poll, or a step, holds it.
+    std::unique_lock lock(flow->mu, std::try_to_lock);
+    if (!lock.owns_lock() || flow->claimed) return false;
+    if (flow->worker_waiting) {
+        // The worker's wait holds the tier operation: only help it along.
+        (void)flow->current->is_final();
+        return false;
+    }
+    while (!flow->claimed && settled(*flow)) step(op, *flow);  // op may be gone once claimed
+    return flow->claimed;
+}
+
+void TieredDriver::run_get(TieredOp &op, const std::vector<size_t> &all, std::vector<std::vector<TierAnswer>> asked)
+{
+    std::vector<int> from;
+    Block plan = end_get(op, all, std::move(asked), from);
+    promote_planned(plan, from);
+}
+
+void TieredDriver::promote_planned(Block &plan, std::vector<int> &from)
+{
+    if (plan.rows.empty()) return;
+    promote(plan, from);
+    std::lock_guard lock(promotions_mu_);
+    if (--promotions_ == 0) promotions_cv_.notify_all();
+}
+
+// Top first; a row that MISSes (or fails) at a tier is asked of the next.
+// READY from the first tier that has it; otherwise a FAULT that may have
+// written the destination (R-ROW-3: no MISS after that), else the last
+// tier's answer. Rows READY below are then planned for promotion.
+Block TieredDriver::end_get(TieredOp &op, const std::vector<size_t> &all,
+                            std::vector<std::vector<TierAnswer>> asked, std::vector<int> &from)
+{
+    std::vector<TierAnswer> answers(op.rows.size());
+    std::vector<int> ready_tier(op.rows.size(), -1);
+    std::vector<std::optional<TierAnswer>> fault(op.rows.size());
+    std::vector<size_t> rows = all;
+    // Rows of a key staged below go to the bottom tier alone (start_get
+    // leaves a get to run() while any key is).
+    std::vector<size_t> below;
+    if (asked.empty()) below = hold_back(op, rows);
+    for (size_t t = 0; t < tiers_.size(); ++t) {
+        if (t + 1 == tiers_.size()) rows.insert(rows.end(), below.begin(), below.end());
+        if (rows.empty()) {
+            if (below.empty()) break;
+            continue;
+        }
+        auto got = t < asked.size() ? std::move(asked[t]) : ask(op, t, kvblob::OpKind::get, rows, true);
+        std::vector<size_t> next;
+        for (size_t k = 0; k < rows.size(); ++k) {
+            const size_t i = rows[k];
+            TierAnswer &a = got[k];
+            if (a.result == KVBLOB_ROW_READY) {
+                answers[i] = {KVBLOB_ROW_READY, 0, t == 0 ? std::string() : "from " + tiers_[t].label()};
+                ready_tier[i] = static_cast<int>(t);
+                // Most recently used now. A key this driver did not place
+                // there is held below for sure only in write=through (every
+                // object reaches the top from below).
+                if (t == 0) drop(recency_.touch(op.rows[i].key, op.rows[i].total, !write_back_));
+                continue;
+            }
+            if (a.result == KVBLOB_ROW_CANCELLED) {
+                // Nothing of this tier's touched the row; an earlier FAULT did.
+                answers[i] = fault[i] ? *fault[i] : std::move(a);
+                continue;
+            }
+            if (a.result == KVBLOB_ROW_FAULT && !a.refused && !fault[i]) fault[i] = a;
+            answers[i] = std::move(a);
+            next.push_back(i);
+        }
+        rows = std::move(next);
+    }
+    for (size_t i : rows)
+        if (fault[i]) answers[i] = *fault[i];
+    for (size_t i : all) set_row(op, i, answers[i].result, answers[i].code, std::move(answers[i].message));
+    // The rows to promote are planned (room in the promotion buffer), not
+    // copied: access ends and the get is final at once, and the promotion
+    // reads each row again from the tier that answered it (read_promoted).
+    Block plan;
+    if (!op.cancel_requested.load()) plan = plan_promoted(op, all, ready_tier, from);
+    if (!plan.rows.empty()) {
+        std::lock_guard lock(promotions_mu_);
+        ++promotions_;
+    }
+    end_access(op);
+    finish(op);  // the last touch
+    return plan;
+}
+
+}  // namespace kvblob::tiered
