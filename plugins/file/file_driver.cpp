@@ -332,7 +332,7 @@ void FileDriver::run_puts(Op &op)
 
 FileDriver::Outcome FileDriver::stage_put(const support::Row &row, std::optional<StagedPut> &staged)
 {
-    if (pool_full_.load()) return {KVBLOB_ROW_DECLINED, 0, "the pool is full (staged)"};
+    if (pool_full()) return {KVBLOB_ROW_DECLINED, 0, "the pool is full (staged)"};
     const ObjectPaths p = paths(row.key);
     struct stat st {};
     if (::stat(p.object.c_str(), &st) == 0) return {KVBLOB_ROW_READY, 0, "already stored; left as it was"};
@@ -553,12 +553,6 @@ kvblob_status FileDriver::stage_foreign_writer(const std::string &key)
     return KVBLOB_OK;
 }
 
-kvblob_status FileDriver::stage_full_pool()
-{
-    pool_full_.store(true);
-    return KVBLOB_OK;
-}
-
 kvblob_status FileDriver::stage_failing_read(const std::string &key)
 {
     // A directory where the object was: open succeeds and every read fails
@@ -591,7 +585,7 @@ kvblob_status FileDriver::release_staged()
         planted.swap(planted_reservations_);
         blocked.swap(blocked_objects_);
     }
-    pool_full_.store(false);
+    release_full_pool();
     for (const auto &path : planted) ::unlink(path.c_str());
     for (const auto &object : blocked) {
         ::rmdir(object.c_str());

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <kvblob/support/queued_driver.hpp>
+#include <kvblob/support/staged_full_pool.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -41,14 +42,14 @@ struct Settings {
     bool close_reports = true;  // close_may_report(root): a put's flush by close is worth its two calls
 };
 
-class FileDriver : public support::QueuedDriver {
+class FileDriver : public support::QueuedDriver, public support::StagedFullPool {
 public:
     static std::unique_ptr<FileDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
     ~FileDriver() override;
 
-    // kvblob.scenarios/1: what a filesystem can stage.
+    // kvblob.scenarios/1: what a filesystem can stage (and stage_full_pool,
+    // from StagedFullPool).
     kvblob_status stage_foreign_writer(const std::string &key);
-    kvblob_status stage_full_pool();
     kvblob_status stage_failing_read(const std::string &key);
     kvblob_status stage_corrupt(const std::string &key);
     kvblob_status release_staged();
@@ -126,7 +127,6 @@ private:
     std::mutex hooks_mu_;
     std::vector<std::string> planted_reservations_;
     std::vector<std::string> blocked_objects_;  // a directory stands where the object was
-    std::atomic<bool> pool_full_{false};
 };
 
 }  // namespace kvblob::file

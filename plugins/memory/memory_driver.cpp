@@ -167,7 +167,7 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
 {
     const auto &row = op.rows[i];
     auto &out = op.outcomes[i];
-    if (pool_full_.load()) {
+    if (pool_full()) {
         out = {KVBLOB_ROW_DECLINED, 0, "the pool is full (staged)", nullptr};
         return;
     }
@@ -373,24 +373,10 @@ kvblob_status MemoryDriver::stage_foreign_writer(const std::string &key)
     return KVBLOB_OK;
 }
 
-kvblob_status MemoryDriver::stage_full_pool()
-{
-    pool_full_.store(true);
-    return KVBLOB_OK;
-}
-
-kvblob_status MemoryDriver::stage_failing_read(const std::string &key)
+kvblob_status MemoryDriver::stage_key(std::set<std::string> &keys, const std::string &key)
 {
     std::lock_guard lock(hooks_mu_);
-    failing_reads_.insert(key);
-    keys_staged_.store(true, std::memory_order_release);
-    return KVBLOB_OK;
-}
-
-kvblob_status MemoryDriver::stage_held_get(const std::string &key)
-{
-    std::lock_guard lock(hooks_mu_);
-    held_keys_.insert(key);
+    keys.insert(key);
     keys_staged_.store(true, std::memory_order_release);
     return KVBLOB_OK;
 }
@@ -398,14 +384,6 @@ kvblob_status MemoryDriver::stage_held_get(const std::string &key)
 kvblob_status MemoryDriver::stage_corrupt(const std::string &key)
 {
     return store_->corrupt(key) ? KVBLOB_OK : KVBLOB_E_INVALID;
-}
-
-kvblob_status MemoryDriver::stage_unprovable(const std::string &key)
-{
-    std::lock_guard lock(hooks_mu_);
-    unprovable_keys_.insert(key);
-    keys_staged_.store(true, std::memory_order_release);
-    return KVBLOB_OK;
 }
 
 kvblob_status MemoryDriver::release_staged()
@@ -420,7 +398,7 @@ kvblob_status MemoryDriver::release_staged()
         held.swap(held_ops_);
         keys_staged_.store(!unprovable_keys_.empty(), std::memory_order_release);
     }
-    pool_full_.store(false);
+    release_full_pool();
     for (const auto &key : foreign) store_->drop_foreign_writer(key);
     for (MemoryOp *op : held) dispatch(*op);
     return KVBLOB_OK;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <kvblob/support/driver_base.hpp>
+#include <kvblob/support/staged_full_pool.hpp>
 #include <kvblob/support/work_queue.hpp>
 
 #include <condition_variable>
@@ -64,18 +65,18 @@ struct MemoryOp : Op {
     }
 };
 
-class MemoryDriver : public support::DriverBase {
+class MemoryDriver : public support::DriverBase, public support::StagedFullPool {
 public:
     static std::unique_ptr<MemoryDriver> open(const kvblob_open_args_t &args, kvblob_caps_t &caps);
     ~MemoryDriver() override;
 
-    // kvblob.scenarios/1
+    // kvblob.scenarios/1, with stage_full_pool from StagedFullPool. Three
+    // are keys the data path looks up (stage_key).
     kvblob_status stage_foreign_writer(const std::string &key);
-    kvblob_status stage_full_pool();
-    kvblob_status stage_failing_read(const std::string &key);
-    kvblob_status stage_held_get(const std::string &key);
+    kvblob_status stage_failing_read(const std::string &key) { return stage_key(failing_reads_, key); }
+    kvblob_status stage_held_get(const std::string &key) { return stage_key(held_keys_, key); }
     kvblob_status stage_corrupt(const std::string &key);
-    kvblob_status stage_unprovable(const std::string &key);
+    kvblob_status stage_unprovable(const std::string &key) { return stage_key(unprovable_keys_, key); }
     kvblob_status release_staged();
     kvblob_status advance(kvblob_op_t *op, kvblob_stage stage);
     uint64_t echo_hint(kvblob_op_t *op, void *buf, uint64_t capacity);
@@ -104,6 +105,9 @@ private:
     void transfer_remove(MemoryOp &op, size_t i);
     void commit(MemoryOp &op);  // publishes objects and results (not finish)
     void dispatch(MemoryOp &op);
+    // Adds key to keys (failing_reads_, held_keys_ or unprovable_keys_) and
+    // sets keys_staged_, so that operations look.
+    kvblob_status stage_key(std::set<std::string> &keys, const std::string &key);
 
     std::shared_ptr<Store> store_;
     const Mode mode_;
@@ -122,7 +126,6 @@ private:
     // Set while any keyed scenario is staged, so that operations take
     // hooks_mu_ only then: no driver-wide lock on the data path otherwise.
     std::atomic<bool> keys_staged_{false};
-    std::atomic<bool> pool_full_{false};
 
     // Background mode's workers; with waiter_runs, a poll that finds rows
     // of its operation unclaimed runs them itself.
