@@ -18,14 +18,7 @@
 
 using kvblob::OpKind;
 using namespace std::chrono_literals;
-
-namespace {
-
-using redis_test::port_of;
-using redis_test::redis_url;
-using redis_test::server_answers;
-
-}  // namespace
+using namespace redis_test;
 
 // Gets of 64 KiB or more read their value straight into the row's memory
 // (plugins/redis/timed_io.hpp, receive_bulk_into); any reply that is not

@@ -22,12 +22,9 @@
 
 using kvblob::OpKind;
 using namespace std::chrono_literals;
+using namespace redis_test;
 
 namespace {
-
-using redis_test::port_of;
-using redis_test::redis_url;
-using redis_test::server_answers;
 
 // Until answers(port) is want, or 120 s as a hang guard (a loaded machine
 // may take seconds to start or reap a server). Polls the server's state:
