@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "kvblob/host/percent_decoded.hpp"
+
 namespace kvblob::conformance {
 
 namespace {
@@ -19,22 +21,6 @@ std::string lower(std::string_view s)
 }
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
-
-// text with each %XX replaced by the byte it stands for.
-std::string percent_decoded(std::string_view text)
-{
-    std::string out;
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
-            std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-            out += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
-            i += 2;
-        } else {
-            out += text[i];
-        }
-    }
-    return out;
-}
 
 std::string hex(std::string_view bytes)
 {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvblob/host/percent_decoded.hpp"
 #include "kvblob/host/plugin.hpp"
 
 namespace kvblob {
@@ -52,19 +53,6 @@ namespace kvblob {
 std::vector<std::string> credentials_in(std::string_view value)
 {
     std::vector<std::string> out;
-    const auto decoded = [](std::string_view text) {
-        std::string s;
-        for (size_t i = 0; i < text.size(); ++i) {
-            if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
-                std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-                s += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
-                i += 2;
-            } else {
-                s += text[i];
-            }
-        }
-        return s;
-    };
     // Each URL's userinfo password (a seed list holds several URLs).
     for (size_t from = value.find("://"); from != std::string_view::npos; from = value.find("://", from + 3)) {
         const auto authority = value.substr(from + 3);
@@ -72,7 +60,7 @@ std::vector<std::string> credentials_in(std::string_view value)
         if (userinfo.size() == authority.size()) continue;  // no '@'
         if (const auto colon = userinfo.find(':'); colon != std::string_view::npos) {
             out.emplace_back(userinfo.substr(colon + 1));
-            out.push_back(decoded(userinfo.substr(colon + 1)));
+            out.push_back(percent_decoded(userinfo.substr(colon + 1)));
         }
     }
     // password=... given inline (a DSN, a URL's query).
