@@ -12,24 +12,13 @@
 #include <cstring>
 
 #include "kvblob/host/config.hpp"
+#include "kvblob/host/file_kind.hpp"
 
 namespace kvblob {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// What a path that is not a regular file is, in words; empty for a regular file.
-std::string kind_of(mode_t mode)
-{
-    if (S_ISREG(mode)) return {};
-    if (S_ISDIR(mode)) return "a folder";
-    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
 
 [[noreturn]] void not_a_file(const fs::path &file, const std::string &kind)
 {
@@ -60,13 +49,13 @@ std::string read_config_text(const fs::path &file)
         throw ConfigError(file, 0, 0, "the path holds a NUL character (\\0), which would cut it short: refused");
     struct stat st{};
     if (::stat(file.c_str(), &st) != 0) cannot(file, "read", errno);
-    if (auto kind = kind_of(st.st_mode); !kind.empty()) not_a_file(file, kind);
+    if (auto kind = file_kind(st.st_mode); !kind.empty()) not_a_file(file, kind);
     // Non-blocking: were the path swapped for a FIFO since, open must not
     // wait for a writer; fstat then says what was opened.
     Fd in{::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)};
     if (in.fd < 0) cannot(file, "opened", errno);
     if (::fstat(in.fd, &st) != 0) cannot(file, "read", errno);
-    if (auto kind = kind_of(st.st_mode); !kind.empty()) not_a_file(file, kind);
+    if (auto kind = file_kind(st.st_mode); !kind.empty()) not_a_file(file, kind);
     if (st.st_size > static_cast<off_t>(max_config_bytes))
         throw ConfigError(file, 0, 0,
                           "is " + std::to_string(st.st_size) + " bytes; a config file is at most " +

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "elf_check.hpp"
+#include "kvblob/host/file_kind.hpp"
 #include "kvblob/host/load_error.hpp"
 #include "kvblob/host/sha256.hpp"
 
@@ -149,17 +150,6 @@ std::string PluginFile::load_name() const
 
 namespace {
 
-std::string kind_of(mode_t mode)
-{
-    if (S_ISDIR(mode)) return "a folder";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISLNK(mode)) return "a symbolic link";
-    return "not a regular file";
-}
-
 std::string octal(mode_t mode)
 {
     char buf[8];
@@ -193,7 +183,7 @@ PluginFile open_plugin_file(const std::string &file, const LoadOptions &options)
     struct stat st {};
     if (fstat(node.get(), &st) != 0) refuse("R-LOAD-1", failed(("cannot stat it" + resolved).c_str()));
     if (!S_ISREG(st.st_mode))
-        refuse("R-LOAD-1", "it is " + kind_of(st.st_mode) + resolved + ", not a regular file: not a shared object");
+        refuse("R-LOAD-1", "it is " + file_kind(st.st_mode) + resolved + ", not a regular file: not a shared object");
     // Reopened for reading through the descriptor, so it is the same inode.
     Fd fd(::open(descriptor_path(node.get()).c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) refuse("R-LOAD-1", failed(("cannot open it for reading" + resolved).c_str()));
