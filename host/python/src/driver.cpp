@@ -159,10 +159,7 @@ std::shared_ptr<PyOperation> PyDriver::submit(OpKind kind, py::handle rows)
     }
     const kvblob_batch_t batch = reader.batch();
     Driver &d = get();
-    {
-        py::gil_scoped_release nogil;
-        op->op = d.submit(kind, batch);
-    }
+    op->op = without_gil([&] { return d.submit(kind, batch); });
     operations.add(op);
     return op;
 }

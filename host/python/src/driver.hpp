@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "conversions.hpp"
+#include "gil.hpp"
 #include "instances.hpp"
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/driver.hpp"
@@ -138,10 +139,7 @@ struct PyDriver {
         r->size = static_cast<uint64_t>(r->view->size * r->view->itemsize);
         kvblob_region_desc_t desc{sizeof desc, KVBLOB_MEMORY_HOST, r->view->ptr, r->size, 0, 0};
         Driver &d = get();
-        {
-            py::gil_scoped_release nogil;
-            r->region = d.register_region(desc);
-        }
+        r->region = without_gil([&] { return d.register_region(desc); });
         regions.add(r);
         return r;
     }
@@ -156,10 +154,7 @@ struct PyDriver {
         r->device = device.value_or(0);
         kvblob_region_desc_t desc{sizeof desc, r->kind, reinterpret_cast<void *>(address), size, r->device, 0};
         Driver &d = get();
-        {
-            py::gil_scoped_release nogil;
-            r->region = d.register_region(desc);
-        }
+        r->region = without_gil([&] { return d.register_region(desc); });
         regions.add(r);
         return r;
     }
@@ -182,11 +177,7 @@ struct PyDriver {
         // registration the driver still refuses is pinned, its memory kept.
         operations.end_each([](PyOperation &op) { op.end(); });
         regions.end_each([](PyRegion &r) { r.close(); });
-        kvblob_status st;
-        {
-            py::gil_scoped_release nogil;
-            st = driver->shutdown(to_ms(timeout.value_or(30.0)));
-        }
+        const kvblob_status st = without_gil([&] { return driver->shutdown(to_ms(timeout.value_or(30.0))); });
         // What could not end (say access unprovable) the host has logged and
         // keeps alive for the life of the process: never freed.
         driver.reset();

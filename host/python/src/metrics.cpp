@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "gil.hpp"
+
 namespace kvblob::python {
 
 namespace {
@@ -66,11 +68,7 @@ void bind_metrics(py::module_ &m)
     m.def(
         "metrics_of_open_drivers",
         [] {
-            std::vector<MetricsSnapshot> all;
-            {
-                py::gil_scoped_release nogil;
-                all = metrics_of_open_drivers();
-            }
+            const std::vector<MetricsSnapshot> all = without_gil([] { return metrics_of_open_drivers(); });
             py::list out;
             for (const auto &s : all) out.append(metrics_dict(s));
             return out;

@@ -19,12 +19,8 @@ std::string MessageBook::read(uint64_t row)
     if (text[row]) return *text[row];
     auto owner = op.lock();
     if (!owner || !owner->op.handle()) return {};  // released before anyone asked
-    std::string m;
-    {
-        Operation &o = owner->op;
-        py::gil_scoped_release nogil;
-        m = o.message(row);
-    }
+    Operation &o = owner->op;
+    std::string m = without_gil([&] { return o.message(row); });
     text[row] = m;
     return m;
 }
@@ -86,11 +82,7 @@ PyObject *op_poll(PyObject *self, PyObject *)
     return guarded([&] {
         PyOperation &o = operation_of(self);
         Operation &op = o.live();
-        bool final;
-        {
-            py::gil_scoped_release nogil;
-            final = op.is_final();
-        }
+        const bool final = without_gil([&] { return op.is_final(); });
         o.final_known = o.final_known || final;
         return PyBool_FromLong(final);
     });
@@ -131,12 +123,7 @@ PyObject *op_cancel(PyObject *self, PyObject *)
 {
     return guarded([&] {
         Operation &op = operation_of(self).live();
-        kvblob_status st;
-        {
-            py::gil_scoped_release nogil;
-            st = op.cancel();
-        }
-        return status_text(st);
+        return status_text(without_gil([&] { return op.cancel(); }));
     });
 }
 
@@ -154,11 +141,7 @@ PyObject *op_access(PyObject *self, void *)
 {
     return guarded([&] {
         Operation &op = operation_of(self).live();
-        kvblob_access a;
-        {
-            py::gil_scoped_release nogil;
-            a = op.access();
-        }
+        const kvblob_access a = without_gil([&] { return op.access(); });
         return py::cast(static_cast<AccessState>(a)).release().ptr();
     });
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "conversions.hpp"
+#include "gil.hpp"
 #include "kvblob/host/driver.hpp"
 #include "region.hpp"
 #include "row_result.hpp"
@@ -51,11 +52,7 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
     {
         Operation &o = live();
         const auto ms = to_ms(timeout);
-        bool settled;
-        {
-            py::gil_scoped_release nogil;
-            settled = o.wait(ms);
-        }
+        const bool settled = without_gil([&] { return o.wait(ms); });
         final_known = final_known || settled;
         return settled;
     }
@@ -132,11 +129,7 @@ struct PyOperation : std::enable_shared_from_this<PyOperation> {
     kvblob_status release()
     {
         if (!op.handle()) return KVBLOB_OK;  // released already
-        kvblob_status st;
-        {
-            py::gil_scoped_release nogil;
-            st = op.release();
-        }
+        const kvblob_status st = without_gil([&] { return op.release(); });
         if (st == KVBLOB_OK) regions.clear();
         return st;
     }

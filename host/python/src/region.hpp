@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "gil.hpp"
 #include "instances.hpp"
 #include "kvblob/host/driver.hpp"
 
@@ -27,11 +28,7 @@ struct PyRegion {
     void close()
     {
         if (!region) return;
-        kvblob_status st;
-        {
-            py::gil_scoped_release nogil;
-            st = region.unregister();
-        }
+        const kvblob_status st = without_gil([&] { return region.unregister(); });
         if (st != KVBLOB_OK) {
             owner.release();  // deliberately never decremented: a driver may still touch it
             view.release();
