@@ -9,13 +9,6 @@ import pytest
 import kvblob
 
 
-def spy():
-    folder = os.environ.get("KVBLOB_FIXTURE_DIR")
-    if not folder:
-        pytest.fail("KVBLOB_FIXTURE_DIR must name the build's tests/fixtures folder (ctest sets it)")
-    return kvblob.load(os.path.join(folder, "libkvblob_spy.so"))
-
-
 def test_awaiting_many_operations_of_a_notifying_driver():
     async def run(driver, region):
         puts = [driver.put([(f"k{i}", region, i * 256, 256)]) for i in range(32)]
@@ -39,10 +32,10 @@ def test_awaiting_many_operations_of_a_notifying_driver():
 
 
 @pytest.mark.parametrize("notify", ["1", "0"])
-def test_an_operation_that_never_settles_times_out_without_blocking_the_loop(notify):
+def test_an_operation_that_never_settles_times_out_without_blocking_the_loop(spy, notify):
     # access=manual: the spy keeps access open until its test hook ends it.
     buf = bytearray(4096)
-    with spy().open({"access": "manual", "notify": notify}) as driver:
+    with spy.open({"access": "manual", "notify": notify}) as driver:
         assert (driver.completion_fd >= 0) == (notify == "1")
         region = driver.register(buf)
         op = driver.get([("k", region, 0, 64)])
@@ -68,11 +61,11 @@ def test_an_operation_that_never_settles_times_out_without_blocking_the_loop(not
         assert not op.settled
 
 
-def test_results_read_each_message_only_when_asked():
+def test_results_read_each_message_only_when_asked(spy):
     # results=change: the spy answers READY, then DECLINED; the host keeps the
     # first answer and says so in the row's message, read when asked.
     buf = bytearray(4096)
-    with spy().open({"results": "change"}) as driver:
+    with spy.open({"results": "change"}) as driver:
         region = driver.register(buf)
         op = driver.get([("k", region, 0, 64)])
         assert op.wait(10)
@@ -135,11 +128,11 @@ async def _awaited(op):
     return await op
 
 
-def test_close_with_a_timeout_on_another_thread_leaves_the_loop_clean():
+def test_close_with_a_timeout_on_another_thread_leaves_the_loop_clean(spy):
     # The spy keeps access open (access=manual), so close(0.5) cannot close:
     # it answers past its timeout while the awaiters' loop runs on.
     buf = bytearray(4096)
-    driver = spy().open({"access": "manual", "notify": "1"})
+    driver = spy.open({"access": "manual", "notify": "1"})
     region = driver.register(buf)
     ops = [driver.get([(f"k{i}", region, i * 64, 64)]) for i in range(8)]
 
@@ -185,11 +178,11 @@ def test_a_later_driver_on_the_same_descriptor_number_wakes_its_awaiters():
     assert errors == []
 
 
-def test_a_waker_holds_no_descriptor_once_nobody_awaits():
+def test_a_waker_holds_no_descriptor_once_nobody_awaits(spy):
     # Each waker watches a duplicate of the driver's descriptor while someone
     # awaits; loop after loop, awaiting and timing out leaves none behind.
     buf = bytearray(4096)
-    with spy().open({"access": "manual", "notify": "1"}) as driver:
+    with spy.open({"access": "manual", "notify": "1"}) as driver:
         region = driver.register(buf)
         op = driver.get([("k", region, 0, 64)])
         before = len(os.listdir("/proc/self/fd"))

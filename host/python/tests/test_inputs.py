@@ -15,13 +15,6 @@ import pytest
 import kvblob
 
 
-def spy():
-    folder = os.environ.get("KVBLOB_FIXTURE_DIR")
-    if not folder:
-        pytest.fail("KVBLOB_FIXTURE_DIR must name the build's tests/fixtures folder (ctest sets it)")
-    return kvblob.load(os.path.join(folder, "libkvblob_spy.so"))
-
-
 def test_option_values_map_from_python_types():
     plugin = kvblob.load("memory")
     # bool -> "true"/"false": the memory driver parses hints as a boolean.
@@ -118,10 +111,10 @@ def test_a_malformed_probe_key_names_the_row():
         assert "row 1: " in str(refused.value) and "float" in str(refused.value)
 
 
-def test_a_final_result_never_changes_and_the_message_says_the_driver_tried():
+def test_a_final_result_never_changes_and_the_message_says_the_driver_tried(spy):
     # results=change: the spy answers READY, then DECLINED for the same final row.
     buf = np.zeros(4096, dtype=np.uint8)
-    with spy().open({"results": "change"}) as driver:
+    with spy.open({"results": "change"}) as driver:
         region = driver.register(buf)
         op = driver.get([("k", region, 0, 64)])
         assert op.wait(10)
