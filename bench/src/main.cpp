@@ -52,6 +52,15 @@ struct Flags {
     std::string tier_text;  // --tier: top or bottom, for the tiered driver
 };
 
+// An option whose value is one of choices; --help shows them and, where
+// the value holds one already, the default.
+CLI::Option *add_choice(CLI::App &app, const std::string &name, std::string &value, const std::string &help,
+                        std::vector<std::string> choices)
+{
+    CLI::Option *option = app.add_option(name, value, help)->check(CLI::IsMember(std::move(choices)));
+    return value.empty() ? option : option->capture_default_str();
+}
+
 void add_flags(CLI::App &app, Flags &f)
 {
     app.set_version_flag("--version", tool_version_banner("kvblob-bench"));
@@ -87,53 +96,49 @@ void add_flags(CLI::App &app, Flags &f)
     app.add_flag("--csv", f.csv, "Print the results as CSV")->excludes(json_flag);
     app.add_option("--plot", f.plot_path, "Also draw throughput against row size to FILE.svg");
     app.add_flag("--no-baseline", f.no_baseline, "Measure the driver alone");
-    app.add_option("--memory", f.memory_kind, "Where the rows live: host, or CUDA device memory (baseline cudaMemcpy)")
-        ->check(CLI::IsMember({"host", "device"}))
-        ->capture_default_str();
-    app.add_option("--statistic", f.statistic_text,
-                   "Throughput of each point from the mean over its operations, or from its median operation (for a "
-                   "machine whose other work interrupts some of them). Under --load the median favours a side run "
-                   "by one thread: its median operation is one that no other thread interrupted, its speed while "
-                   "it runs and not its share of a core; a driver whose operation spans two threads is more "
-                   "often caught waiting. The mean counts every wait on both sides")
-        ->check(CLI::IsMember({"mean", "median"}))
-        ->capture_default_str();
+    add_choice(app, "--memory", f.memory_kind, "Where the rows live: host, or CUDA device memory (baseline cudaMemcpy)",
+               {"host", "device"});
+    add_choice(app, "--statistic", f.statistic_text,
+               "Throughput of each point from the mean over its operations, or from its median operation (for a "
+               "machine whose other work interrupts some of them). Under --load the median favours a side run "
+               "by one thread: its median operation is one that no other thread interrupted, its speed while "
+               "it runs and not its share of a core; a driver whose operation spans two threads is more "
+               "often caught waiting. The mean counts every wait on both sides",
+               {"mean", "median"});
     app.add_option("--load", f.load,
                    "Run N busy threads (a hash loop each) beside the driver's lanes and the baseline's for the whole "
                    "run, so that each ratio compares both under the same load; N equal to the number of cores "
                    "shows what a driver keeps of its speed on a shared machine")
         ->check(CLI::Range(0u, 1024u))
         ->capture_default_str();
-    app.add_option("--wait", f.wait_text,
-                   "How the driver lane waits for each operation: host, through Operation::wait, as an engine that "
-                   "blocks on it (the host watches for 200 us, or 20 where the driver's waits have lately lasted over "
-                   "400, then sleeps until the driver announces); watch, "
-                   "looking on the submitting thread without ever sleeping, which keeps a core busy for the whole "
-                   "operation. A baseline that hands its calls to a thread (Mooncake's) waits alike")
-        ->check(CLI::IsMember({"host", "watch"}))
-        ->capture_default_str();
+    add_choice(app, "--wait", f.wait_text,
+               "How the driver lane waits for each operation: host, through Operation::wait, as an engine that "
+               "blocks on it (the host watches for 200 us, or 20 where the driver's waits have lately lasted over "
+               "400, then sleeps until the driver announces); watch, "
+               "looking on the submitting thread without ever sleeping, which keeps a core busy for the whole "
+               "operation. A baseline that hands its calls to a thread (Mooncake's) waits alike",
+               {"host", "watch"});
     app.add_flag("--completion", f.completion,
                  "Measure submit-to-completion latency of one-row gets instead: each of --modes waited on through "
                  "the driver's notification (ABI 1.1) and polled (the same driver loaded at ABI 1.0), in one run");
     app.add_option("--modes", f.modes_text, "With --completion: the values of the driver's mode option to measure")
         ->capture_default_str();
-    app.add_option("--metrics", f.metrics_text,
-                   "The host's metrics: on, off, or off,on to measure what counting costs (the driver with counting "
-                   "off and on, alternated in one run)")
-        ->check(CLI::IsMember({"on", "off", "off,on", "on,off"}))
-        ->capture_default_str();
+    add_choice(app, "--metrics", f.metrics_text,
+               "The host's metrics: on, off, or off,on to measure what counting costs (the driver with counting "
+               "off and on, alternated in one run)",
+               {"on", "off", "off,on", "on,off"});
     app.add_option("--metrics-rounds", f.metrics_rounds, "With --metrics off,on: alternated rounds per point")
         ->transform(cli::Count(1000))
         ->capture_default_str();
     app.add_option("--metrics-out", f.metrics_out, "Write the driver's metrics at the end, in Prometheus' text format");
-    app.add_option("--tier", f.tier_text,
-                   "With --driver tiered: where gets and probes find their rows. top: in the top tier (written "
-                   "through, checked there); bottom: only in the bottom tier (removed from every tier above after "
-                   "the warm-up and after every timed step, untimed); promoted: only in the bottom tier, then got once "
-                   "through the tiered driver, which promotes them into the top tier (checked there): the gets "
-                   "measured are the second. The baseline is then tier 0's driver alone (top, promoted) or the "
-                   "bottom tier's driver alone (bottom), opened with that tier's options")
-        ->check(CLI::IsMember({"top", "bottom", "promoted"}));
+    add_choice(app, "--tier", f.tier_text,
+               "With --driver tiered: where gets and probes find their rows. top: in the top tier (written "
+               "through, checked there); bottom: only in the bottom tier (removed from every tier above after "
+               "the warm-up and after every timed step, untimed); promoted: only in the bottom tier, then got once "
+               "through the tiered driver, which promotes them into the top tier (checked there): the gets "
+               "measured are the second. The baseline is then tier 0's driver alone (top, promoted) or the "
+               "bottom tier's driver alone (bottom), opened with that tier's options",
+               {"top", "bottom", "promoted"});
 }
 
 WaitStyle wait_style(const Flags &f) { return f.wait_text == "watch" ? WaitStyle::watch : WaitStyle::host; }
