@@ -12,6 +12,10 @@
 # users KVBLOB_REDIS_ACL_USER (every command) and KVBLOB_REDIS_LIMITED_USER
 # (every command but CLUSTER) have the password KVBLOB_REDIS_ACL_PASSWORD;
 # each password is fresh for the run.
+#
+# KVBLOB_REDIS_SERVER_CPUS, when set, pins every server to those CPUs
+# (taskset -c LIST), so that the command can run on others
+# (scripts/perf-report's redis-pinned table).
 set -euo pipefail
 mode=$1
 shift
@@ -29,12 +33,13 @@ trap cleanup EXIT
 # Starts a server on a free port (retrying ports another process holds)
 # and sets $port to it.
 start_server() {
-  local extra=("$@") dir pid
+  local extra=("$@") dir pid pin=()
+  [ -n "${KVBLOB_REDIS_SERVER_CPUS:-}" ] && pin=(taskset -c "$KVBLOB_REDIS_SERVER_CPUS")
   for _ in $(seq 1 50); do
     port=$((20000 + RANDOM % 40000))
     dir="$work/$port"
     mkdir -p "$dir"
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+    "${pin[@]}" redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
       --logfile "$dir/log" "${extra[@]}" >/dev/null 2>&1 &
     pid=$!
     # Ready when it answers PING (bounded: 60 s on a loaded machine).
