@@ -4,6 +4,7 @@
 #include "kvblob/support/driver_base.hpp"
 
 #include "call_scope.hpp"
+#include "refused.hpp"
 #include "kvblob/support/key_hash.hpp"
 
 #include <algorithm>
@@ -81,33 +82,23 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
                                     RowKeySet &keys, std::string &why)
 {
     const auto where = [r] { return "row " + std::to_string(r); };  // only for a refusal
-    if (row.struct_size < sizeof(kvblob_row_t)) {
-        why = where() + " has a bad struct_size";
-        return KVBLOB_E_INVALID;
-    }
-    if (row.key_len == 0 || !row.key) {
-        why = "[R-ADM-4] " + where() + " has an empty key";
-        return KVBLOB_E_REJECTED;
-    }
-    if (row.key_len > caps_.max_key_bytes) {
-        why = "[R-ADM-4] " + where() + " has a key of " + std::to_string(row.key_len) + " bytes, over " +
-              std::to_string(caps_.max_key_bytes);
-        return KVBLOB_E_REJECTED;
-    }
+    if (row.struct_size < sizeof(kvblob_row_t))
+        return refused(why, KVBLOB_E_INVALID, where() + " has a bad struct_size");
+    if (row.key_len == 0 || !row.key)
+        return refused(why, KVBLOB_E_REJECTED, "[R-ADM-4] " + where() + " has an empty key");
+    if (row.key_len > caps_.max_key_bytes)
+        return refused(why, KVBLOB_E_REJECTED,
+                       "[R-ADM-4] " + where() + " has a key of " + std::to_string(row.key_len) + " bytes, over " +
+                           std::to_string(caps_.max_key_bytes));
     Row &dst = op.rows[r];
     dst.key.assign(reinterpret_cast<const char *>(row.key), row.key_len);
-    if (!keys.insert(r)) {
-        why = "[R-ADM-4] " + where() + " repeats a key of this operation";
-        return KVBLOB_E_REJECTED;
-    }
+    if (!keys.insert(r))
+        return refused(why, KVBLOB_E_REJECTED, "[R-ADM-4] " + where() + " repeats a key of this operation");
     if (op.kind == OpKind::put || op.kind == OpKind::get) {
-        if (auto problem = check_spans(row, r, dst.spans, op.regions, dst.total); !problem.empty()) {
-            why = problem;
-            return KVBLOB_E_REJECTED;
-        }
+        if (auto problem = check_spans(row, r, dst.spans, op.regions, dst.total); !problem.empty())
+            return refused(why, KVBLOB_E_REJECTED, std::move(problem));
     } else if (row.span_count != 0) {
-        why = "[R-ADM-5] " + where() + ": probe and remove rows carry no spans";
-        return KVBLOB_E_REJECTED;
+        return refused(why, KVBLOB_E_REJECTED, "[R-ADM-5] " + where() + ": probe and remove rows carry no spans");
     }
     return KVBLOB_OK;
 }
@@ -116,27 +107,17 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
 {
     CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
     if (out) *out = nullptr;
-    if (!batch || !out || batch->struct_size < sizeof(kvblob_batch_t)) {
-        why = "NULL or undersized batch";
-        return KVBLOB_E_INVALID;
-    }
-    if (draining_) {
-        why = "[R-ADM-2] the driver is draining or closed";
-        return KVBLOB_E_CLOSED;
-    }
-    if (batch->row_count == 0 || !batch->rows) {
-        why = "[R-ADM-3] an operation needs at least one row";
-        return KVBLOB_E_REJECTED;
-    }
-    if (batch->row_count > caps_.max_rows_per_op) {
-        why = "[R-ADM-3] " + std::to_string(batch->row_count) + " rows, more than the limit of " +
-              std::to_string(caps_.max_rows_per_op);
-        return KVBLOB_E_REJECTED;
-    }
-    if (batch->hint && !(caps_.flags & KVBLOB_CAP_HINTS)) {
-        why = "[R-ADM-7] a hint, but this driver does not declare hints";
-        return KVBLOB_E_REJECTED;
-    }
+    if (!batch || !out || batch->struct_size < sizeof(kvblob_batch_t))
+        return refused(why, KVBLOB_E_INVALID, "NULL or undersized batch");
+    if (draining_) return refused(why, KVBLOB_E_CLOSED, "[R-ADM-2] the driver is draining or closed");
+    if (batch->row_count == 0 || !batch->rows)
+        return refused(why, KVBLOB_E_REJECTED, "[R-ADM-3] an operation needs at least one row");
+    if (batch->row_count > caps_.max_rows_per_op)
+        return refused(why, KVBLOB_E_REJECTED,
+                       "[R-ADM-3] " + std::to_string(batch->row_count) + " rows, more than the limit of " +
+                           std::to_string(caps_.max_rows_per_op));
+    if (batch->hint && !(caps_.flags & KVBLOB_CAP_HINTS))
+        return refused(why, KVBLOB_E_REJECTED, "[R-ADM-7] a hint, but this driver does not declare hints");
     std::unique_ptr<Op> op = take_spare_op();
     if (!op) op = make_op();
     op->kind = kind;
@@ -152,10 +133,9 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
     kvblob_status refusal = KVBLOB_OK;
     for (; r < batch->row_count && refusal == KVBLOB_OK; ++r) refusal = admit_row(*op, batch->rows[r], r, keys, why);
     if (refusal != KVBLOB_OK) return refusal;
-    if (in_flight_.load() >= caps_.max_ops_in_flight) {
-        why = "too many operations in flight (limit " + std::to_string(caps_.max_ops_in_flight) + ")";
-        return KVBLOB_E_REJECTED;
-    }
+    if (in_flight_.load() >= caps_.max_ops_in_flight)
+        return refused(why, KVBLOB_E_REJECTED,
+                       "too many operations in flight (limit " + std::to_string(caps_.max_ops_in_flight) + ")");
     // Admitted: from here on every failure is a row result (R-ADM-1).
     for (Region *region : op->regions) region->users.fetch_add(1);
     lock.unlock();

@@ -4,6 +4,7 @@
 #include "kvblob/support/driver_base.hpp"
 
 #include "kvblob/support/crc32c.hpp"
+#include "refused.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -97,30 +98,18 @@ kvblob_status DriverBase::register_region(const kvblob_region_desc_t *desc, kvbl
                                           std::string &why)
 {
     if (out) *out = nullptr;
-    if (!desc || !out || desc->struct_size < sizeof(kvblob_region_desc_t)) {
-        why = "register_region: NULL or undersized descriptor";
-        return KVBLOB_E_INVALID;
-    }
-    if (draining_) {
-        why = "[R-ADM-2] the driver is draining";
-        return KVBLOB_E_CLOSED;
-    }
-    if (!desc->base || desc->size == 0) {
-        why = "[R-REG-1] a region needs a base address and a positive size";
-        return KVBLOB_E_REJECTED;
-    }
-    if (desc->kind == KVBLOB_MEMORY_DEVICE && !(caps_.flags & KVBLOB_CAP_DEVICE_MEMORY)) {
-        why = "[R-ADM-8] DEVICE memory, but this driver does not declare device_memory";
-        return KVBLOB_E_REJECTED;
-    }
-    if (desc->kind != KVBLOB_MEMORY_HOST && desc->kind != KVBLOB_MEMORY_DEVICE) {
-        why = "[R-ADM-8] unknown memory kind " + std::to_string(desc->kind);
-        return KVBLOB_E_REJECTED;
-    }
-    if (reinterpret_cast<uintptr_t>(desc->base) + desc->size < reinterpret_cast<uintptr_t>(desc->base)) {
-        why = "[R-REG-1] region wraps around the address space";
-        return KVBLOB_E_REJECTED;
-    }
+    if (!desc || !out || desc->struct_size < sizeof(kvblob_region_desc_t))
+        return refused(why, KVBLOB_E_INVALID, "register_region: NULL or undersized descriptor");
+    if (draining_) return refused(why, KVBLOB_E_CLOSED, "[R-ADM-2] the driver is draining");
+    if (!desc->base || desc->size == 0)
+        return refused(why, KVBLOB_E_REJECTED, "[R-REG-1] a region needs a base address and a positive size");
+    if (desc->kind == KVBLOB_MEMORY_DEVICE && !(caps_.flags & KVBLOB_CAP_DEVICE_MEMORY))
+        return refused(why, KVBLOB_E_REJECTED,
+                       "[R-ADM-8] DEVICE memory, but this driver does not declare device_memory");
+    if (desc->kind != KVBLOB_MEMORY_HOST && desc->kind != KVBLOB_MEMORY_DEVICE)
+        return refused(why, KVBLOB_E_REJECTED, "[R-ADM-8] unknown memory kind " + std::to_string(desc->kind));
+    if (reinterpret_cast<uintptr_t>(desc->base) + desc->size < reinterpret_cast<uintptr_t>(desc->base))
+        return refused(why, KVBLOB_E_REJECTED, "[R-REG-1] region wraps around the address space");
     auto region = std::make_unique<Region>();
     region->base = static_cast<uint8_t *>(desc->base);
     region->size = desc->size;
