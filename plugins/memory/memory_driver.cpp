@@ -173,7 +173,7 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     }
     const uint64_t bytes = row.total + trailer_size;
     Store::Claim claim;
-    switch (store_->reserve(row.key, bytes, claim)) {
+    switch (store_->reserve({row.key, row.key_hash}, bytes, claim)) {
     case Store::Reservation::exists:
         out = {KVBLOB_ROW_READY, 0, "already stored; left as it was", nullptr};
         return;
@@ -193,7 +193,7 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     for (size_t s = 0; s < row.spans.size(); ++s) {
         std::string error;
         if (!support::copy_from_span(crc, dst, row.spans[s], error)) {
-            store_->abandon(row.key);  // nothing is left under the key (R-ROW-8)
+            store_->abandon({row.key, row.key_hash});  // nothing is left under the key (R-ROW-8)
             out = {KVBLOB_ROW_FAULT, 0, "reading the row's device memory: " + error, nullptr};
             return;
         }
@@ -214,7 +214,7 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
             return;
         }
     }
-    auto found = store_->find(row.key);
+    auto found = store_->find({row.key, row.key_hash});
     if (found.state == Store::State::absent) {
         out = {KVBLOB_ROW_MISS, 0, {}, nullptr};  // destination untouched (R-ROW-3)
         return;
@@ -261,7 +261,7 @@ void MemoryDriver::transfer_get(MemoryOp &op, size_t i)
 void MemoryDriver::transfer_probe(MemoryOp &op, size_t i)
 {
     auto &out = op.outcomes[i];
-    switch (store_->find(op.rows[i].key).state) {
+    switch (store_->find({op.rows[i].key, op.rows[i].key_hash}).state) {
     case Store::State::absent:
         out = {KVBLOB_ROW_MISS, 0, {}, nullptr};
         break;
@@ -275,7 +275,7 @@ void MemoryDriver::transfer_probe(MemoryOp &op, size_t i)
 void MemoryDriver::transfer_remove(MemoryOp &op, size_t i)
 {
     auto &out = op.outcomes[i];
-    switch (store_->remove(op.rows[i].key)) {
+    switch (store_->remove({op.rows[i].key, op.rows[i].key_hash})) {
     case Store::Removal::removed: out = {KVBLOB_ROW_READY, 0, {}, nullptr}; break;
     case Store::Removal::absent:
         out = {KVBLOB_ROW_MISS, 0, {}, nullptr};

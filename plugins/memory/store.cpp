@@ -28,12 +28,7 @@ Store::Store(uint64_t capacity)
 {
 }
 
-// A shard from the hash's top bits: its map's buckets come from the same
-// hash modulo a prime, and keys that share their low bits would crowd them.
-Store::Shard &Store::shard(const std::string &key) { return shards_[support::key_hash(key) >> shard_shift]; }
-const Store::Shard &Store::shard(const std::string &key) const { return shards_[support::key_hash(key) >> shard_shift]; }
-
-Store::Lookup Store::find(const std::string &key) const
+Store::Lookup Store::find(KeyRef key) const
 {
     const Shard &s = shard(key);
     std::lock_guard lock(s.mu);
@@ -43,12 +38,12 @@ Store::Lookup Store::find(const std::string &key) const
     return {State::complete, it->second.object};
 }
 
-Store::Reservation Store::reserve(const std::string &key, uint64_t bytes, Claim &claim)
+Store::Reservation Store::reserve(KeyRef key, uint64_t bytes, Claim &claim)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
     // One lookup that claims the key, given back if the bytes do not fit.
-    auto [it, claimed] = s.map.try_emplace(key, Entry{nullptr, false, bytes});
+    auto [it, claimed] = s.map.try_emplace(StoredKey{std::string(key.text), key.hash}, Entry{nullptr, false, bytes});
     if (!claimed) return it->second.object ? Reservation::exists : Reservation::writing;
     uint64_t used = used_.load();
     do {
@@ -67,7 +62,7 @@ void Store::commit(const Claim &claim, Object object)
     claim.entry->object = std::move(object);
 }
 
-void Store::abandon(const std::string &key)
+void Store::abandon(KeyRef key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
@@ -77,7 +72,7 @@ void Store::abandon(const std::string &key)
     s.map.erase(it);
 }
 
-Store::Removal Store::remove(const std::string &key)
+Store::Removal Store::remove(KeyRef key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
@@ -89,14 +84,14 @@ Store::Removal Store::remove(const std::string &key)
     return Removal::removed;
 }
 
-bool Store::hold_for_foreign_writer(const std::string &key)
+bool Store::hold_for_foreign_writer(KeyRef key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
-    return s.map.emplace(key, Entry{nullptr, true, 0}).second;
+    return s.map.emplace(StoredKey{std::string(key.text), key.hash}, Entry{nullptr, true, 0}).second;
 }
 
-void Store::drop_foreign_writer(const std::string &key)
+void Store::drop_foreign_writer(KeyRef key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
@@ -104,7 +99,7 @@ void Store::drop_foreign_writer(const std::string &key)
     if (it != s.map.end() && it->second.foreign && !it->second.object) s.map.erase(it);
 }
 
-bool Store::corrupt(const std::string &key)
+bool Store::corrupt(KeyRef key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);

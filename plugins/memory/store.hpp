@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -21,6 +22,17 @@
 namespace kvblob::memory {
 
 using Object = std::shared_ptr<const Blob>;
+
+// A key with its hash (support::key_hash), which picks the shard and the
+// map's bucket. The driver passes the hash its admission computed
+// (Row::key_hash); other callers let it be computed here.
+struct KeyRef {
+    KeyRef(std::string_view key) : text(key), hash(support::key_hash(key)) {}
+    KeyRef(const std::string &key) : KeyRef(std::string_view(key)) {}
+    KeyRef(std::string_view key, uint64_t key_hash) : text(key), hash(key_hash) {}
+    std::string_view text;
+    uint64_t hash;
+};
 
 class Store {
 public:
@@ -33,7 +45,7 @@ public:
         State state = State::absent;
         Object object;
     };
-    Lookup find(const std::string &key) const;
+    Lookup find(KeyRef key) const;
 
     enum class Reservation { reserved, exists, writing, full };
     struct Entry;
@@ -47,22 +59,22 @@ public:
     };
     // Claims key for a writer that will store bytes (payload and trailer);
     // accounts them against the capacity. Reserved: claim says where.
-    Reservation reserve(const std::string &key, uint64_t bytes, Claim &claim);
+    Reservation reserve(KeyRef key, uint64_t bytes, Claim &claim);
     // Publishes a reserved key's object: from here readers see it whole.
     void commit(const Claim &claim, Object object);
     // Gives up a reservation whose object could not be built (R-ROW-8).
-    void abandon(const std::string &key);
+    void abandon(KeyRef key);
     // A buffer for an object of size bytes (payload and trailer).
     std::shared_ptr<Blob> allocate(size_t size) { return pool_->make(size); }
 
     enum class Removal { removed, absent, writing };
-    Removal remove(const std::string &key);
+    Removal remove(KeyRef key);
 
     // Scenario hooks: another client holds key uncommitted; an object is
     // corrupted at rest.
-    bool hold_for_foreign_writer(const std::string &key);
-    void drop_foreign_writer(const std::string &key);
-    bool corrupt(const std::string &key);
+    bool hold_for_foreign_writer(KeyRef key);
+    void drop_foreign_writer(KeyRef key);
+    bool corrupt(KeyRef key);
 
     uint64_t capacity() const { return capacity_; }
     uint64_t used() const { return used_.load(); }
@@ -72,16 +84,38 @@ public:
         bool foreign = false; // held by a staged foreign writer
         uint64_t reserved = 0;
     };
+    // A stored key keeps its hash: the map never hashes a key again, not
+    // on a look-up, where it walks a bucket's neighbours, nor on a rehash.
+    struct StoredKey {
+        std::string text;
+        uint64_t hash;
+    };
+    struct StoredHash {
+        using is_transparent = void;
+        size_t operator()(const StoredKey &k) const noexcept { return static_cast<size_t>(k.hash); }
+        size_t operator()(const KeyRef &k) const noexcept { return static_cast<size_t>(k.hash); }
+    };
+    struct StoredEqual {
+        using is_transparent = void;
+        template <class A, class B>
+        bool operator()(const A &a, const B &b) const noexcept
+        {
+            return a.hash == b.hash && std::string_view(a.text) == std::string_view(b.text);
+        }
+    };
     struct Shard {
         mutable std::mutex mu;
-        std::unordered_map<std::string, Entry, support::KeyHash, std::equal_to<>> map;
+        std::unordered_map<StoredKey, Entry, StoredHash, StoredEqual> map;
     };
 
 private:
     explicit Store(uint64_t capacity);
 
-    Shard &shard(const std::string &key);
-    const Shard &shard(const std::string &key) const;
+    // A shard from the hash's top bits: its map's buckets come from the
+    // same hash modulo a prime, and keys that share their low bits would
+    // crowd them.
+    Shard &shard(const KeyRef &key) { return shards_[key.hash >> shard_shift]; }
+    const Shard &shard(const KeyRef &key) const { return shards_[key.hash >> shard_shift]; }
 
     // Declared before the shards: objects still stored when the store goes
     // give their buffers back to a live pool.

@@ -30,14 +30,15 @@ public:
     // False when an earlier row has row r's key.
     bool insert(uint64_t r)
     {
-        const std::string &key = rows_[r].key;
-        for (size_t i = key_hash(key) & mask_;; i = (i + 1) & mask_) {
+        const Row &row = rows_[r];
+        for (size_t i = row.key_hash & mask_;; i = (i + 1) & mask_) {
             uint64_t &slot = slots_[i];
             if (slot == 0) {
                 slot = r + 1;
                 return true;
             }
-            if (rows_[slot - 1].key == key) return false;
+            const Row &other = rows_[slot - 1];
+            if (other.key_hash == row.key_hash && other.key == row.key) return false;
         }
     }
 
@@ -92,6 +93,7 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
                            std::to_string(caps_.max_key_bytes));
     Row &dst = op.rows[r];
     dst.key.assign(reinterpret_cast<const char *>(row.key), row.key_len);
+    dst.key_hash = key_hash(dst.key);
     if (!keys.insert(r))
         return refused(why, KVBLOB_E_REJECTED, "[R-ADM-4] " + where() + " repeats a key of this operation");
     if (op.kind == OpKind::put || op.kind == OpKind::get) {

@@ -86,6 +86,10 @@ private:
 
 struct Row {
     std::string key;
+    // key_hash(key), computed once at admission: the repeated-key check
+    // and a driver's own tables (the memory store's shards and maps) take
+    // it rather than hashing the key again.
+    uint64_t key_hash = 0;
     SpanList spans;
     uint64_t total = 0;
     // Written once by the driver; code and message are written before the
@@ -99,6 +103,7 @@ struct Row {
     void reset()
     {
         key.clear();
+        key_hash = 0;
         spans.clear();
         total = 0;
         result.store(KVBLOB_ROW_PENDING, std::memory_order_relaxed);

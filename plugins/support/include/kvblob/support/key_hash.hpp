@@ -1,9 +1,8 @@
 // A key's hash for the drivers' own tables (a batch's repeated keys, the
 // memory store's shards and maps): XXH3, already compiled in for the
-// trailer's digest, seeded once per process (key_hash.cpp). The memory
-// store hashes each key three times a put (admission, shard, map); on
-// kvblob-bench's 30-byte keys the hashing took 5.2% of a put-and-remove
-// cycle where std::hash took 9.2%.
+// trailer's digest, seeded once per process (key_hash.cpp). A row's key
+// is hashed once, at admission (Row::key_hash); the memory store's shards
+// and maps take that hash and keep it with the key.
 #pragma once
 
 #include <cstddef>
