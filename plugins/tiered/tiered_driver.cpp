@@ -12,7 +12,6 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
-#include <cstring>
 #include <filesystem>
 #include <numeric>
 
@@ -244,12 +243,9 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
         object = std::min(object, c.max_object_bytes);
         in_flight = std::min(in_flight, c.max_ops_in_flight);
     }
-    if (settings.write_back) {
-        // The queue copies the caller's bytes with the CPU, and holds a row
-        // whole: host memory only, and no row larger than the queue.
-        flags &= ~KVBLOB_CAP_DEVICE_MEMORY;
-        object = std::min(object, settings.write_back_queue_bytes);
-    }
+    // The write=back queue holds a row whole (the writer reads it back
+    // from the top tier into the driver's memory): no row larger than it.
+    if (settings.write_back) object = std::min(object, settings.write_back_queue_bytes);
     if (!(flags & KVBLOB_CAP_MULTI_SPAN) || spans <= 1) {
         flags &= ~KVBLOB_CAP_MULTI_SPAN;
         spans = 1;
@@ -503,6 +499,7 @@ void TieredDriver::start(Op &base)
 {
     auto &op = static_cast<TieredOp &>(base);
     if (op.kind == support::OpKind::get && start_get(op)) return;
+    if (op.kind == support::OpKind::put && start_back_put(op)) return;
     workers_.push([this, &op] { run(op); });
 }
 
@@ -622,9 +619,16 @@ void TieredDriver::run(TieredOp &op)
         case support::OpKind::remove: run_remove(op, rows, answers); break;
         }
     }
+    end_op(op, rows, answers);
+}
+
+void TieredDriver::end_op(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers)
+{
     for (size_t i : rows) set_row(op, i, answers[i].result, answers[i].code, std::move(answers[i].message));
+    const bool holds_writer = op.holds_writer;
     end_access(op);
     finish(op);  // the last touch
+    if (holds_writer) write_back_->release();  // its rows are written from now on
 }
 
 Block TieredDriver::plan_promoted(TieredOp &op, const std::vector<size_t> &all, const std::vector<int> &ready_tier,
@@ -810,10 +814,18 @@ void TieredDriver::write_back(TieredOp &op, std::vector<size_t> rows, std::vecto
     else through = hold_back(op, rows);
 
     // As many rows as the queue has room for at a time, waiting for room.
+    if (!rows.empty() && !op.holds_writer) {
+        write_back_->hold();
+        op.holds_writer = true;
+    }
     for (size_t next = 0; next < rows.size();) {
         std::vector<uint64_t> sizes;
         for (size_t k = next; k < rows.size(); ++k) sizes.push_back(op.rows[rows[k]].total);
         const size_t n = write_back_->reserve_some(sizes, op.cancel_requested, [&] {
+            if (op.holds_writer) {  // the writer frees the room this put waits for
+                write_back_->release();
+                op.holds_writer = false;
+            }
             log(KVBLOB_LOG_DEBUG, "write=back: a put waits for room in the queue (write_back_queue_bytes=" +
                                       std::to_string(write_back_->limit()) + ", write_back_queue_rows=" +
                                       std::to_string(write_back_->row_limit()) + ")");
@@ -839,7 +851,8 @@ void TieredDriver::write_back(TieredOp &op, std::vector<size_t> rows, std::vecto
 }
 
 // Rows whose room in the queue is reserved: into the top tier, then, those
-// it stored, copied into the queue.
+// it stored, queued (their keys and sizes: the writer reads their bytes back
+// from the top tier, so the put's READY waits for no copy).
 void TieredDriver::back_chunk(TieredOp &op, const std::vector<size_t> &admitted, std::vector<TierAnswer> &answers,
                               std::vector<size_t> &through)
 {
@@ -858,6 +871,7 @@ void TieredDriver::back_chunk(TieredOp &op, const std::vector<size_t> &admitted,
             block.rows.push_back({row.key, block.reserved, row.total});
             block.reserved += row.total;
             answers[i] = {KVBLOB_ROW_READY, 0, {}, false};
+            drop(recency_.hold(row.key, row.total, false));
             continue;
         }
         write_back_->unreserve(row.total);
@@ -867,43 +881,39 @@ void TieredDriver::back_chunk(TieredOp &op, const std::vector<size_t> &admitted,
         if (top[k].result == KVBLOB_ROW_DECLINED && !top[k].refused) through.push_back(i);
         else answers[i] = std::move(top[k]);
     }
-    if (!block.rows.empty()) {
-        // The driver's own copy, taken while the caller's access is open.
-        block.bytes.resize(std::max<uint64_t>(block.reserved, 1));
-        for (size_t k = 0, r = 0; k < admitted.size(); ++k) {
-            const size_t i = admitted[k];
-            if (answers[i].result != KVBLOB_ROW_READY || r == block.rows.size() ||
-                block.rows[r].key != op.rows[i].key)
-                continue;
-            uint8_t *to = block.bytes.data() + block.rows[r].offset;
-            for (const support::SpanRef &span : op.rows[i].spans) {
-                if (span.length) std::memcpy(to, span.data, span.length);
-                to += span.length;
-            }
-            drop(recency_.hold(op.rows[i].key, op.rows[i].total, false));
-            ++r;
-        }
-        write_back_->push(std::move(block));
-    }
+    if (!block.rows.empty()) write_back_->push(std::move(block));
 }
 
 std::vector<bool> TieredDriver::write_below(Block &block)
 {
     const size_t last = tiers_.size() - 1;
     std::vector<bool> stored(block.rows.size(), false);
-    std::vector<size_t> rows(block.rows.size());
-    std::iota(rows.begin(), rows.end(), size_t{0});
-    auto answers = ask_own(last, kvblob::OpKind::put, block, rows);
+    std::vector<size_t> all(block.rows.size()), rows;
+    std::iota(all.begin(), all.end(), size_t{0});
+    // The bytes, read back from the top tier: a queued key is never
+    // evicted, and a remove or a scenario staged below waits until it is
+    // written, so the top tier holds it (a store shared with another
+    // driver that removed it fails the row, logged and counted).
+    block.bytes.resize(std::max<uint64_t>(block.reserved, 1));
+    const auto read = ask_own(0, kvblob::OpKind::get, block, all);
+    for (size_t k : all) {
+        if (read[k].result == KVBLOB_ROW_READY) rows.push_back(k);
+        else
+            log(KVBLOB_LOG_WARN, "write=back: a row was not written below: it could not be read back (" +
+                                     std::string(kvblob_row_result_name(read[k].result)) + "): " + read[k].message);
+    }
+    const auto answers = rows.empty() ? std::vector<TierAnswer>{} : ask_own(last, kvblob::OpKind::put, block, rows);
     std::vector<size_t> kept;
-    for (size_t k = 0; k < rows.size(); ++k) {
-        if (answers[k].result == KVBLOB_ROW_READY) {
+    for (size_t j = 0; j < rows.size(); ++j) {
+        const size_t k = rows[j];
+        if (answers[j].result == KVBLOB_ROW_READY) {
             stored[k] = true;
             recency_.written_below(block.rows[k].key);
             kept.push_back(k);
             continue;
         }
         log(KVBLOB_LOG_WARN, "write=back: a row was not written below (" +
-                                 std::string(kvblob_row_result_name(answers[k].result)) + "): " + answers[k].message);
+                                 std::string(kvblob_row_result_name(answers[j].result)) + "): " + answers[j].message);
     }
     // The tiers between, bottom up, as caches: only what the bottom stored.
     for (size_t t = last; t-- > 1 && !kept.empty();) {

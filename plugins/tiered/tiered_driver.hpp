@@ -76,10 +76,14 @@ struct TieredOp : Op {
     // Set by start_get before the worker is queued (op.queued then set):
     // what a poll of the get looks at (run_queued).
     std::shared_ptr<GetFlow> flow;
+    // A write=back put holds the queue's writer (WriteBack::hold) until it
+    // is final, or until it waits for room.
+    bool holds_writer = false;
     void recycle() override
     {
         cancellable.clear();
         flow.reset();
+        holds_writer = false;
         Op::recycle();
     }
 };
@@ -188,6 +192,18 @@ private:
     // past, steps, until the flow is claimed; then promotes.
     void wait_flow(TieredOp &op, const std::shared_ptr<GetFlow> &flow);
     void run_put(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
+    // Sets rows' answers and ends op; then lets go of the write=back writer
+    // where op held it.
+    void end_op(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
+    // ---- write=back puts from the submitting thread (back_put.cpp) ----
+    // Where the queue has room for every row at once and no key is staged:
+    // the top tier's put submitted here, and, where it is done on return,
+    // the put ended here; false when it is left to run() whole.
+    bool start_back_put(TieredOp &op);
+    // The top tier's answers (in rows' order, room reserved and keys
+    // claimed): the rows it stored queued, op ended; rows it DECLINED are
+    // left to a worker's write_back (eviction, or written through).
+    void end_back_put(TieredOp &op, std::vector<size_t> rows, std::vector<TierAnswer> top);
     // write=through: the last tier first, its answer the row's; then each
     // tier above, bottom up, as a cache.
     void write_through(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
@@ -285,7 +301,7 @@ private:
     size_t promotions_ = 0;
     // Memory of blocks a tier kept access to for good (R-REG-2).
     std::mutex kept_mu_;
-    std::vector<std::vector<uint8_t>> kept_for_good_;
+    std::vector<Bytes> kept_for_good_;
     // write=back: stage_full_pool is staged below, so puts are written
     // through (the stack answers as the bottom tier does) until
     // release_staged.

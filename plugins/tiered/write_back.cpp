@@ -31,6 +31,20 @@ size_t WriteBack::reserve_some(const std::vector<uint64_t> &sizes, const std::at
     return n;
 }
 
+bool WriteBack::try_reserve(const std::vector<uint64_t> &sizes)
+{
+    uint64_t bytes = 0;
+    for (uint64_t n : sizes) {
+        if (n > limit_ - bytes) return false;  // more than the queue holds
+        bytes += n;
+    }
+    std::lock_guard lock(mu_);
+    if (used_ > limit_ - bytes || rows_used_ >= row_limit_ || sizes.size() > row_limit_ - rows_used_) return false;
+    used_ += bytes;
+    rows_used_ += sizes.size();
+    return true;
+}
+
 void WriteBack::interrupt()
 {
     {
@@ -70,6 +84,21 @@ void WriteBack::push(Block block)
     {
         std::lock_guard lock(mu_);
         queue_.push_back(std::move(block));
+    }
+    work_cv_.notify_one();
+}
+
+void WriteBack::hold()
+{
+    std::lock_guard lock(mu_);
+    ++holds_;
+}
+
+void WriteBack::release()
+{
+    {
+        std::lock_guard lock(mu_);
+        --holds_;
     }
     work_cv_.notify_one();
 }
@@ -123,7 +152,7 @@ void WriteBack::loop()
 {
     std::unique_lock lock(mu_);
     for (;;) {
-        work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        work_cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && holds_ == 0); });
         if (queue_.empty()) return;  // stopping, and everything written
         Block block = std::move(queue_.front());
         queue_.pop_front();

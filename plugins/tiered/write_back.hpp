@@ -1,6 +1,6 @@
-// write=back: the rows a put stored in the top tier, copied into the
-// tiered driver's own memory and written to the tiers below by one thread
-// of their own, in order of arrival.
+// write=back: the rows a put stored in the top tier, queued, then read
+// back from the top tier into the tiered driver's own memory and written
+// to the tiers below by one thread of their own, in order of arrival.
 //
 // Bounded in bytes and in rows (each row is one write below, so the row
 // bound bounds how long a drain waits for small rows): a put reserves room
@@ -18,22 +18,53 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace kvblob::tiered {
 
-// One put's rows, as the top tier stored them: their payloads back to back.
+// An allocator whose resize leaves new bytes as they are: the driver's
+// buffers are written whole (by a tier's get) before they are read, and
+// zeroing them first cost as much as the copy.
+template <class T>
+struct Uninitialized : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = Uninitialized<U>;
+    };
+    Uninitialized() = default;
+    template <class U>
+    Uninitialized(const Uninitialized<U> &) noexcept
+    {
+    }
+    template <class U>
+    void construct(U *p) noexcept
+    {
+        ::new (static_cast<void *>(p)) U;
+    }
+    template <class U, class... A>
+    void construct(U *p, A &&...a)
+    {
+        ::new (static_cast<void *>(p)) U(std::forward<A>(a)...);
+    }
+};
+using Bytes = std::vector<uint8_t, Uninitialized<uint8_t>>;
+
+// One put's rows (a write=back block: queued with their keys and sizes,
+// their bytes read back from the top tier by the writer), or a get's rows
+// to promote: their payloads back to back in bytes.
 struct Block {
     struct Row {
         std::string key;
         uint64_t offset = 0, length = 0;
     };
-    std::vector<uint8_t> bytes;  // never empty: a region has a positive size
-    uint64_t reserved = 0;       // what the put reserved for these rows
+    Bytes bytes;             // once filled, never empty: a region has a positive size
+    uint64_t reserved = 0;   // the rows' bytes, reserved in the queue or the promotion buffer
     std::vector<Row> rows;
 };
 
@@ -60,6 +91,9 @@ public:
                         const std::function<void()> &waiting);
     // Wakes the puts waiting in reserve_some to look at their stop flag.
     void interrupt();
+    // Reserves room for every row of sizes at once, or for none: never
+    // waits. Whether it did.
+    bool try_reserve(const std::vector<uint64_t> &sizes);
     void unreserve(uint64_t bytes);
     // The keys a put is about to store in the top tier are pending from
     // now (claim) until written below, or until the put did not store them
@@ -68,6 +102,12 @@ public:
     void unclaim(const std::string &key);
     // Queues block, whose bytes were reserved and whose keys were claimed.
     void push(Block block);
+    // The writer starts no block while any put holds it (hold, then
+    // release once): a put holds it until it is final, so that its READY
+    // does not wait for the writer's time on the cores, and lets go before
+    // it waits for room (the writer frees it).
+    void hold();
+    void release();
     // Whether a row of key is queued or being written.
     bool pending(const std::string &key) const;
     // Waits until no row of these keys is queued or being written (a
@@ -92,6 +132,7 @@ private:
     std::deque<Block> queue_;
     bool writing_ = false, stopping_ = false;
     uint64_t used_ = 0, rows_used_ = 0;  // reserved: queued, being written, or about to be
+    uint64_t holds_ = 0;                  // puts holding the writer (hold)
     std::unordered_map<std::string, uint64_t> pending_;
     uint64_t written_ = 0, failed_ = 0;
     std::thread thread_;
