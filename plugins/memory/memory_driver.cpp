@@ -67,6 +67,11 @@ void MemoryDriver::start(Op &base)
 {
     auto &op = static_cast<MemoryOp &>(base);
     op.outcomes.resize(op.rows.size());
+    if (op.kind == OpKind::put) {
+        op.object_sizes.resize(op.rows.size());
+        for (size_t i = 0; i < op.rows.size(); ++i) op.object_sizes[i] = op.rows[i].total + trailer_size;
+        store_->take_buffers(op.object_sizes, op.buffers);
+    }
     bool held = false;
     if (keys_staged_.load(std::memory_order_acquire)) {
         std::lock_guard lock(hooks_mu_);
@@ -187,7 +192,7 @@ void MemoryDriver::transfer_put(MemoryOp &op, size_t i)
     case Store::Reservation::reserved: break;
     }
     // One pass over the caller's bytes: copy and checksum together.
-    auto object = store_->allocate(bytes);
+    auto object = store_->object_in(std::move(op.buffers[i]), bytes);
     uint8_t *dst = object->data();
     uint32_t crc = 0;
     for (size_t s = 0; s < row.spans.size(); ++s) {
@@ -292,6 +297,7 @@ void MemoryDriver::commit(MemoryOp &op)
         if (out.staged.object) store_->commit(out.staged.claim, std::move(out.staged.object));
         set_row(op, i, out.result, out.code, std::move(out.message));
     }
+    store_->give_back(op.buffers, op.object_sizes);
 }
 
 // ---- cancel and controlled mode -----------------------------------------------

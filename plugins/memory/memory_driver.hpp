@@ -53,6 +53,11 @@ struct MemoryOp : Op {
         } staged;
     };
     std::vector<Outcome> outcomes;
+    // put: each row's object size and its buffer, taken for every row at
+    // start with one lock of the store's buffer pool; what no row used goes
+    // back at commit.
+    std::vector<size_t> object_sizes;
+    std::vector<BlobBytes> buffers;
     // Controlled mode: stages claimed so far, under mu.
     std::mutex mu;
     bool started = false, transferred = false, committed = false, access_ended = false;
@@ -60,6 +65,8 @@ struct MemoryOp : Op {
     void recycle() override
     {
         outcomes.clear();  // start() sizes them anew
+        object_sizes.clear();
+        buffers.clear();  // only where no commit ran (cancelled before START)
         started = transferred = committed = access_ended = false;
         Op::recycle();
     }

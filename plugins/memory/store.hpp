@@ -64,8 +64,15 @@ public:
     void commit(const Claim &claim, Object object);
     // Gives up a reservation whose object could not be built (R-ROW-8).
     void abandon(KeyRef key);
-    // A buffer for an object of size bytes (payload and trailer).
-    std::shared_ptr<Blob> allocate(size_t size) { return pool_->make(size); }
+    // Buffers for the objects of an operation's rows, of sizes bytes each
+    // (payload and trailer; 0: none), taken at once; a row's buffer made
+    // its object; those no row used given back at once (BlobPool).
+    void take_buffers(const std::vector<size_t> &sizes, std::vector<BlobBytes> &out) { pool_->take(sizes, out); }
+    std::shared_ptr<Blob> object_in(BlobBytes bytes, size_t size) { return pool_->wrap(std::move(bytes), size); }
+    void give_back(std::vector<BlobBytes> &buffers, const std::vector<size_t> &sizes)
+    {
+        pool_->give_back(buffers, sizes);
+    }
 
     enum class Removal { removed, absent, writing };
     Removal remove(KeyRef key);

@@ -117,7 +117,10 @@ bool DriverBase::begin_row(Op &op, size_t i)
         set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled before it started");
         return false;
     }
-    op.rows[i].started.store(true);
+    // Read again by this row's own thread, or by one it handed the row to
+    // through a queue or lock (which orders them): a release store, not
+    // the full fence of a sequentially consistent one on every row.
+    op.rows[i].started.store(true, std::memory_order_release);
     return true;
 }
 
