@@ -34,7 +34,7 @@ Store::Lookup Store::find(KeyRef key) const
     std::lock_guard lock(s.mu);
     auto it = s.map.find(key);
     if (it == s.map.end()) return {};
-    if (!it->second.object) return {State::writing, nullptr};
+    if (!it->second.complete()) return {State::writing, nullptr};
     return {State::complete, it->second.object};
 }
 
@@ -43,23 +43,25 @@ Store::Reservation Store::reserve(KeyRef key, uint64_t bytes, Claim &claim)
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
     // One lookup that claims the key, given back if the bytes do not fit.
-    auto [it, claimed] = s.map.try_emplace(StoredKey{std::string(key.text), key.hash}, Entry{nullptr, false, bytes});
-    if (!claimed) return it->second.object ? Reservation::exists : Reservation::writing;
-    uint64_t used = used_.load();
-    do {
-        if (capacity_ && (bytes > capacity_ || used > capacity_ - bytes)) {
-            s.map.erase(it);
-            return Reservation::full;
-        }
-    } while (!used_.compare_exchange_weak(used, used + bytes));
-    claim = {&s, &it->second};
+    auto [it, claimed] = s.map.try_emplace(StoredKey{std::string(key.text), key.hash}, false, bytes);
+    if (!claimed) return it->second.complete() ? Reservation::exists : Reservation::writing;
+    if (capacity_) {
+        uint64_t used = used_.load();
+        do {
+            if (bytes > capacity_ || used > capacity_ - bytes) {
+                s.map.erase(it);
+                return Reservation::full;
+            }
+        } while (!used_.compare_exchange_weak(used, used + bytes));
+    }
+    claim = {&it->second};
     return Reservation::reserved;
 }
 
 void Store::commit(const Claim &claim, Object object)
 {
-    std::lock_guard lock(claim.shard->mu);
     claim.entry->object = std::move(object);
+    claim.entry->committed.store(true, std::memory_order_release);
 }
 
 void Store::abandon(KeyRef key)
@@ -67,8 +69,8 @@ void Store::abandon(KeyRef key)
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
     auto it = s.map.find(key);
-    if (it == s.map.end() || it->second.object || it->second.foreign) return;
-    used_.fetch_sub(it->second.reserved);
+    if (it == s.map.end() || it->second.complete() || it->second.foreign) return;
+    if (capacity_) used_.fetch_sub(it->second.reserved);
     s.map.erase(it);
 }
 
@@ -78,8 +80,8 @@ Store::Removal Store::remove(KeyRef key)
     std::lock_guard lock(s.mu);
     auto it = s.map.find(key);
     if (it == s.map.end()) return Removal::absent;
-    if (!it->second.object) return Removal::writing;
-    used_.fetch_sub(it->second.reserved);
+    if (!it->second.complete()) return Removal::writing;
+    if (capacity_) used_.fetch_sub(it->second.reserved);
     s.map.erase(it);
     return Removal::removed;
 }
@@ -88,7 +90,7 @@ bool Store::hold_for_foreign_writer(KeyRef key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
-    return s.map.emplace(StoredKey{std::string(key.text), key.hash}, Entry{nullptr, true, 0}).second;
+    return s.map.try_emplace(StoredKey{std::string(key.text), key.hash}, true, 0).second;
 }
 
 void Store::drop_foreign_writer(KeyRef key)
@@ -96,7 +98,7 @@ void Store::drop_foreign_writer(KeyRef key)
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
     auto it = s.map.find(key);
-    if (it != s.map.end() && it->second.foreign && !it->second.object) s.map.erase(it);
+    if (it != s.map.end() && it->second.foreign && !it->second.complete()) s.map.erase(it);
 }
 
 bool Store::corrupt(KeyRef key)
@@ -104,7 +106,7 @@ bool Store::corrupt(KeyRef key)
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
     auto it = s.map.find(key);
-    if (it == s.map.end() || !it->second.object || it->second.object->empty()) return false;
+    if (it == s.map.end() || !it->second.complete() || it->second.object->empty()) return false;
     const Blob &stored = *it->second.object;
     auto damaged = pool_->make(stored.size());
     std::memcpy(damaged->data(), stored.data(), stored.size());

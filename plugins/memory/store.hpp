@@ -52,15 +52,16 @@ public:
     struct Shard;
     // Where a reserved key's entry lies: its commit reaches it without
     // hashing and looking the key up again. The entry stays put (map nodes
-    // do not move) and no one else erases it while it holds no object.
+    // do not move) and no one else erases it until it is committed.
     struct Claim {
-        Shard *shard = nullptr;
         Entry *entry = nullptr;
     };
     // Claims key for a writer that will store bytes (payload and trailer);
-    // accounts them against the capacity. Reserved: claim says where.
+    // accounts them against the capacity, where the store has one.
+    // Reserved: claim says where.
     Reservation reserve(KeyRef key, uint64_t bytes, Claim &claim);
     // Publishes a reserved key's object: from here readers see it whole.
+    // Takes no lock (Entry::committed).
     void commit(const Claim &claim, Object object);
     // Gives up a reservation whose object could not be built (R-ROW-8).
     void abandon(KeyRef key);
@@ -84,12 +85,19 @@ public:
     bool corrupt(KeyRef key);
 
     uint64_t capacity() const { return capacity_; }
-    uint64_t used() const { return used_.load(); }
 
     struct Entry {
-        Object object;        // null while a writer holds the key
-        bool foreign = false; // held by a staged foreign writer
-        uint64_t reserved = 0;
+        Entry(bool held_by_foreign, uint64_t bytes) : foreign(held_by_foreign), reserved(bytes) {}
+        // Whether readers may take object. Until then the entry's writer
+        // alone touches object, and no one erases the entry but that
+        // writer (abandon): so its commit writes object unlocked and then
+        // sets committed (release); a reader, under the shard's lock, reads
+        // committed (acquire) before object.
+        bool complete() const { return committed.load(std::memory_order_acquire); }
+        Object object;
+        std::atomic<bool> committed{false};
+        const bool foreign;  // held by a staged foreign writer
+        const uint64_t reserved;
     };
     // A stored key keeps its hash: the map never hashes a key again, not
     // on a look-up, where it walks a bucket's neighbours, nor on a rehash.
@@ -132,6 +140,8 @@ private:
     static_assert(size_t{1} << (64 - shard_shift) == shard_count);
     std::array<Shard, shard_count> shards_;
     const uint64_t capacity_;
+    // Bytes reserved against capacity_; not counted where there is none
+    // (an atomic update less on every put and remove).
     std::atomic<uint64_t> used_{0};
 };
 
