@@ -4,6 +4,8 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <tuple>
+#include <utility>
 
 namespace kvblob::memory {
 
@@ -43,7 +45,10 @@ Store::Reservation Store::reserve(KeyRef key, uint64_t bytes, Claim &claim)
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
     // One lookup that claims the key, given back if the bytes do not fit.
-    auto [it, claimed] = s.map.try_emplace(StoredKey{std::string(key.text), key.hash}, false, bytes);
+    // Built in its node (from the shard's spares) before the look-up: a
+    // key already there gives the node back.
+    auto [it, claimed] = s.map.emplace(std::piecewise_construct, std::forward_as_tuple(key.text, key.hash),
+                                       std::forward_as_tuple(false, bytes));
     if (!claimed) return it->second.complete() ? Reservation::exists : Reservation::writing;
     if (capacity_) {
         uint64_t used = used_.load();
@@ -90,7 +95,9 @@ bool Store::hold_for_foreign_writer(KeyRef key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
-    return s.map.try_emplace(StoredKey{std::string(key.text), key.hash}, true, 0).second;
+    return s.map
+        .emplace(std::piecewise_construct, std::forward_as_tuple(key.text, key.hash), std::forward_as_tuple(true, 0))
+        .second;
 }
 
 void Store::drop_foreign_writer(KeyRef key)

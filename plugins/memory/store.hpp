@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "blob_pool.hpp"
+#include "store_nodes.hpp"
 #include "kvblob/support/key_hash.hpp"
 
 namespace kvblob::memory {
@@ -99,12 +100,6 @@ public:
         const bool foreign;  // held by a staged foreign writer
         const uint64_t reserved;
     };
-    // A stored key keeps its hash: the map never hashes a key again, not
-    // on a look-up, where it walks a bucket's neighbours, nor on a rehash.
-    struct StoredKey {
-        std::string text;
-        uint64_t hash;
-    };
     struct StoredHash {
         using is_transparent = void;
         size_t operator()(const StoredKey &k) const noexcept { return static_cast<size_t>(k.hash); }
@@ -112,15 +107,21 @@ public:
     };
     struct StoredEqual {
         using is_transparent = void;
+        static std::string_view text(const StoredKey &k) { return k.text(); }
+        static std::string_view text(const KeyRef &k) { return k.text; }
         template <class A, class B>
         bool operator()(const A &a, const B &b) const noexcept
         {
-            return a.hash == b.hash && std::string_view(a.text) == std::string_view(b.text);
+            return a.hash == b.hash && text(a) == text(b);
         }
     };
+    using Map = std::unordered_map<StoredKey, Entry, StoredHash, StoredEqual,
+                                   NodeAllocator<std::pair<const StoredKey, Entry>>>;
     struct Shard {
+        Shard() : map(0, StoredHash{}, StoredEqual{}, Map::allocator_type(&nodes)) {}
         mutable std::mutex mu;
-        std::unordered_map<StoredKey, Entry, StoredHash, StoredEqual> map;
+        NodeCache nodes;  // before map, which gives its nodes back to it as it goes
+        Map map;
     };
 
 private:
