@@ -207,6 +207,34 @@ void lifetime_drain_concurrent(Context &c)
            std::to_string(admitted_after_drain.load()) + " operation(s) admitted after drain returned");
 }
 
+// As many rows as the driver moves in a quarter of the check's time,
+// over the twelve long operations of lifetime.drain-waits-for-calls (at
+// most 20,000): a long call is a wide window, and a slow store still ends
+// in time.
+uint64_t rows_for_long_calls(Context &c)
+{
+    auto d = c.open();
+    constexpr uint64_t probe_rows = 256;
+    if (d.caps().max_rows_per_op < probe_rows) throw NotSupported("max_rows_per_op is below 256");
+    GuardedBuffer buf(probe_rows * 16);
+    auto r = c.reg(d, buf);
+    Batch b;
+    for (uint64_t i = 0; i < probe_rows; ++i)
+        b.row(c.key("pace/" + std::to_string(i)), {make_span(r, i * 16, 16)});
+    const auto t0 = std::chrono::steady_clock::now();
+    c.run(d, OpKind::put, b);
+    // A store that writes behind (a write-back stack: READY once its
+    // top tier stored the rows) moves them only by the time drain
+    // returns, and the check's long operations go at that pace once its
+    // queue is full: the pace counts the drain.
+    d.table().drain(d.handle(), 30'000'000'000ull);
+    const double per_row =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / probe_rows;
+    const double budget = std::chrono::duration<double>(c.op_timeout).count() / 4 / 12;
+    return std::clamp<uint64_t>(static_cast<uint64_t>(budget / std::max(per_row, 1e-9)), probe_rows,
+                                std::min<uint64_t>(d.caps().max_rows_per_op, 20000));
+}
+
 void lifetime_drain_waits_for_calls(Context &c)
 {
     drain_during_held_calls(c);  // every run, whatever the timing
@@ -216,32 +244,7 @@ void lifetime_drain_waits_for_calls(Context &c)
     // of the batch then (its last byte), and looks for the rewritten
     // keys: a put that stored one, or a get that delivered one (its
     // object stored beforehand), read the batch after drain returned.
-    // As many rows as the driver moves in a quarter of the check's time,
-    // over the twelve long operations below (at most 20,000): a long call
-    // is a wide window, and a slow store still ends in time.
-    uint64_t rows = 0;
-    {
-        auto d = c.open();
-        constexpr uint64_t probe_rows = 256;
-        if (d.caps().max_rows_per_op < probe_rows) throw NotSupported("max_rows_per_op is below 256");
-        GuardedBuffer buf(probe_rows * 16);
-        auto r = c.reg(d, buf);
-        Batch b;
-        for (uint64_t i = 0; i < probe_rows; ++i)
-            b.row(c.key("pace/" + std::to_string(i)), {make_span(r, i * 16, 16)});
-        const auto t0 = std::chrono::steady_clock::now();
-        c.run(d, OpKind::put, b);
-        // A store that writes behind (a write-back stack: READY once its
-        // top tier stored the rows) moves them only by the time drain
-        // returns, and the long operations below go at that pace once its
-        // queue is full: the pace counts the drain.
-        d.table().drain(d.handle(), 30'000'000'000ull);
-        const double per_row =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / probe_rows;
-        const double budget = std::chrono::duration<double>(c.op_timeout).count() / 4 / 12;
-        rows = std::clamp<uint64_t>(static_cast<uint64_t>(budget / std::max(per_row, 1e-9)), probe_rows,
-                                    std::min<uint64_t>(d.caps().max_rows_per_op, 20000));
-    }
+    const uint64_t rows = rows_for_long_calls(c);
     {
         auto d = c.open();
         c.require_absent_not_ready(d, "a put stored none of the keys rewritten after drain returned");
