@@ -72,7 +72,8 @@ public:
 
 private:
     // Per shard: enough for the puts that follow a batch's removes, and a
-    // bound on what a store that shrank keeps (about 40 KiB a shard).
+    // bound on what a store that shrank keeps (a node is about 128 bytes
+    // with a key inline: some 32 KiB a shard, 2 MiB a store).
     static constexpr size_t max_spare = 256;
     size_t node_bytes_ = 0;
     std::vector<void *> spare_;
