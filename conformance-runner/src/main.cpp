@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "check.hpp"
+#include "check_timeout.hpp"
 #include "confine.hpp"
 #include "kvblob/cli/plugin_flags.hpp"
 #include "kvblob/cli/quantities.hpp"
@@ -88,7 +89,7 @@ struct Settings {
     // K-1 modulo N; N runs, each against a store of its own, run the whole
     // battery side by side (a store whose leases make checks wait).
     unsigned shard = 1, shards = 1;
-    unsigned timeout = 60, repeat = 1, run_timeout = 1800, give_up_after = 3;
+    unsigned timeout = default_check_timeout_s, repeat = 1, run_timeout = 1800, give_up_after = 3;
     uint64_t seed = 20261130;
     // The modes this program runs in when it starts itself afresh for the
     // probe of the driver and for each check (see run_spawned).
@@ -116,7 +117,8 @@ CLI::Option *add_flags(CLI::App &app, Settings &s)
     app.add_option("--filter", s.filters, "Run only checks whose id matches a glob (repeatable)");
     app.add_option("--exclude", s.excludes, "Skip checks whose id matches a glob (repeatable)");
     app.add_flag("--list", s.list, "List the checks (id, rules, level, what they need, what they do) and exit");
-    app.add_option("--timeout", s.timeout, "Seconds per check before it is TIMEOUT (default 60)")
+    app.add_option("--timeout", s.timeout,
+                   "Seconds per check before it is TIMEOUT (default " + std::to_string(default_check_timeout_s) + ")")
         ->transform(cli::Count(static_cast<uint64_t>(cli::max_seconds)));
     app.add_option("--run-timeout", s.run_timeout,
                    "Seconds for the whole run, the probe included (default 1800): the check in progress is then killed "
