@@ -113,8 +113,9 @@ void add_flags(CLI::App &app, Flags &f)
         ->capture_default_str();
     add_choice(app, "--wait", f.wait_text,
                "How the driver lane waits for each operation: host, through Operation::wait, as an engine that "
-               "blocks on it (the host watches for 200 us, or 20 where the driver's waits have lately lasted over "
-               "400, then sleeps until the driver announces); watch, "
+               "blocks on it (the host watches for 200 us, or 20 where the driver's operations have lately taken over "
+               "50, then sleeps until the driver announces); "
+               "watch, "
                "looking on the submitting thread without ever sleeping, which keeps a core busy for the whole "
                "operation. A baseline that hands its calls to a thread (Mooncake's) waits alike",
                {"host", "watch"});

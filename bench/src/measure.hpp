@@ -97,8 +97,8 @@ bool watch_for(std::chrono::microseconds span, Done done)
 // How a lane waits for work another thread does (kvblob-bench --wait).
 enum class WaitStyle {
     // As an engine that blocks on its operation: the driver lane calls
-    // Operation::wait, which watches for host_watch (less for a driver
-    // whose waits have lately lasted more than two watches) and then sleeps
+    // Operation::wait, which watches for host_watch at most (as the
+    // driver's operations have lately taken: WaitHistory) and then sleeps
     // until the driver announces it; a baseline that hands its call to a
     // thread of its own watches for host_watch, then sleeps until the call
     // ends.

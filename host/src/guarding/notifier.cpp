@@ -24,7 +24,9 @@ void Notifier::announce() noexcept
 {
     // seq_cst on both sides (here: bump, then look for sleepers; in
     // wait_past: count in, then look at the generation): either this sees
-    // the sleeper, or the sleeper sees the bump.
+    // the sleeper, or the sleeper sees the bump. The time first, so that a
+    // waiter the bump wakes reads this announcement's time or a later one's.
+    announced_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) != 0) {
         try {
@@ -40,16 +42,17 @@ void Notifier::announce() noexcept
     }
 }
 
-void Notifier::wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline,
+bool Notifier::wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline,
                          std::chrono::steady_clock::time_point watch_end)
 {
-    if (watch(std::min(deadline, watch_end), [&] { return current() != seen; })) return;
+    if (watch(std::min(deadline, watch_end), [&] { return current() != seen; })) return false;
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     {
         std::unique_lock lock(mu_);
         cv_.wait_until(lock, deadline, [&] { return current() != seen; });
     }
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    return true;
 }
 
 }  // namespace kvblob

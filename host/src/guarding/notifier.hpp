@@ -29,11 +29,20 @@ public:
     // sleeps; never throws.
     void announce() noexcept;
     uint64_t current() const noexcept { return generation_.load(std::memory_order_seq_cst); }
-    // Returns once the generation moved past seen, or at deadline. Watches
-    // until watch_end at most (watch.hpp), then sleeps: a wait that is woken
-    // by other operations' announcements passes the same watch_end each
-    // round, so it watches once in all, not once per announcement.
-    void wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline,
+    // When the latest announcement was made (stored before its generation's
+    // bump): where a waiter slept, what its operation took without the
+    // wake's delay (WaitHistory, watch.hpp).
+    std::chrono::steady_clock::time_point last_announced() const noexcept
+    {
+        return std::chrono::steady_clock::time_point(
+            std::chrono::steady_clock::duration(announced_.load(std::memory_order_relaxed)));
+    }
+    // Returns once the generation moved past seen, or at deadline; true
+    // where it slept. Watches until watch_end at most (watch.hpp), then
+    // sleeps: a wait that is woken by other operations' announcements
+    // passes the same watch_end each round, so it watches once in all, not
+    // once per announcement.
+    bool wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline,
                    std::chrono::steady_clock::time_point watch_end);
 
     // Readable once any operation was announced after the first call.
@@ -41,6 +50,9 @@ public:
 
 private:
     std::atomic<uint64_t> generation_{0};
+    // A relaxed store by the announcer: the time is a hint for the history,
+    // and the bump after it orders nothing it needs.
+    std::atomic<std::chrono::steady_clock::rep> announced_{0};
     std::atomic<uint32_t> sleepers_{0};
     std::mutex mu_;  // a leaf: held to sleep, or to wake the sleepers
     std::condition_variable cv_;

@@ -81,19 +81,21 @@ bool Operation::wait(std::chrono::milliseconds timeout) const
         // the watch is the wait's, once, and a round woken by another
         // operation's announcement sleeps again at once. Watching per round
         // kept every waiter spinning whenever announcements came more often
-        // than the watch lasts. Its length follows the driver's recent
-        // waits (WaitHistory, watch.hpp).
+        // than the watch lasts. Its length follows what the driver's
+        // operations have lately taken (WaitHistory, watch.hpp).
         const auto watch_end = start + core.waits().next_watch();
+        bool slept = false;
         // The generation is read before the state is asked, so an
         // announcement between the two still wakes the wait below.
         for (;;) {
             const uint64_t seen = core.notifier().current();
             if (settled()) {
-                core.waits().record(std::chrono::steady_clock::now() - start);
+                const auto now = std::chrono::steady_clock::now();
+                core.waits().record(wait_took(start, now, core.notifier().last_announced(), slept));
                 return true;
             }
             if (std::chrono::steady_clock::now() >= deadline) return false;
-            core.notifier().wait_past(seen, deadline, watch_end);
+            slept |= core.notifier().wait_past(seen, deadline, watch_end);
         }
     }
     // Polled: watched first, then looked at after sleeps that double.

@@ -64,10 +64,9 @@ public:
     kvblob_access access() const;
     // Waits until final and access no longer open; false on timeout. It
     // first watches on the calling thread for up to 200 µs (an in-memory
-    // answer, or a store's round trip with a batch of small rows, comes
-    // sooner than a sleeping thread wakes; 20 µs where the driver's waits
-    // have lately lasted more than twice that, and watching would only
-    // hold a core), then sleeps: with a
+    // answer comes sooner than a sleeping thread wakes), or 20 µs where the
+    // driver's operations have lately taken over 50 µs (watching would save
+    // one wake and hold a core the driver wants), then sleeps: with a
     // driver that declares KVBLOB_CAP_NOTIFY until the driver announces an
     // operation (then confirms through poll and access); with any other
     // driver between polls.
