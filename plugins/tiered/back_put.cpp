@@ -62,29 +62,35 @@ bool TieredDriver::start_back_put(TieredOp &op)
     return true;
 }
 
-void TieredDriver::end_back_put(TieredOp &op, std::vector<size_t> rows, std::vector<TierAnswer> top)
+void TieredDriver::queue_stored(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &top,
+                                std::vector<TierAnswer> &answers, std::vector<size_t> &declined)
 {
-    auto answers = std::make_shared<std::vector<TierAnswer>>(op.rows.size());
     Block block;
-    std::vector<size_t> again;
     for (size_t k = 0; k < rows.size(); ++k) {
         const size_t i = rows[k];
         const support::Row &row = op.rows[i];
         if (top[k].result == KVBLOB_ROW_READY) {
             block.rows.push_back({row.key, block.reserved, row.total});
             block.reserved += row.total;
-            (*answers)[i] = {KVBLOB_ROW_READY, 0, {}, false};
+            answers[i] = {KVBLOB_ROW_READY, 0, {}, false};
             drop(recency_.hold(row.key, row.total, false));
             continue;
         }
         write_back_->unreserve(row.total);
         write_back_->unclaim(row.key);
-        // A full top tier: the worker's write=back evicts and asks again,
-        // or writes the row through (back_chunk).
-        if (top[k].result == KVBLOB_ROW_DECLINED && !top[k].refused) again.push_back(i);
-        else (*answers)[i] = std::move(top[k]);
+        if (top[k].result == KVBLOB_ROW_DECLINED && !top[k].refused) declined.push_back(i);
+        else answers[i] = std::move(top[k]);
     }
     if (!block.rows.empty()) write_back_->push(std::move(block));
+}
+
+void TieredDriver::end_back_put(TieredOp &op, std::vector<size_t> rows, std::vector<TierAnswer> top)
+{
+    auto answers = std::make_shared<std::vector<TierAnswer>>(op.rows.size());
+    // A full top tier: the worker's write=back evicts and asks again, or
+    // writes the row through (back_chunk).
+    std::vector<size_t> again;
+    queue_stored(op, rows, top, *answers, again);
     if (again.empty()) {
         end_op(op, rows, *answers);
         return;

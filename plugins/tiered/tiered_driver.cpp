@@ -863,25 +863,9 @@ void TieredDriver::back_chunk(TieredOp &op, const std::vector<size_t> &admitted,
         write_back_->claim(keys);
     }
     auto top = put_top(op, admitted, true);
-    Block block;
-    for (size_t k = 0; k < admitted.size(); ++k) {
-        const size_t i = admitted[k];
-        const support::Row &row = op.rows[i];
-        if (top[k].result == KVBLOB_ROW_READY) {
-            block.rows.push_back({row.key, block.reserved, row.total});
-            block.reserved += row.total;
-            answers[i] = {KVBLOB_ROW_READY, 0, {}, false};
-            drop(recency_.hold(row.key, row.total, false));
-            continue;
-        }
-        write_back_->unreserve(row.total);
-        write_back_->unclaim(row.key);
-        // A full top tier that nothing could be evicted from is a cache
-        // that is skipped: the row is written through below it.
-        if (top[k].result == KVBLOB_ROW_DECLINED && !top[k].refused) through.push_back(i);
-        else answers[i] = std::move(top[k]);
-    }
-    if (!block.rows.empty()) write_back_->push(std::move(block));
+    // A full top tier that nothing could be evicted from is a cache that is
+    // skipped: its rows are written through below it.
+    queue_stored(op, admitted, top, answers, through);
 }
 
 std::vector<bool> TieredDriver::write_below(Block &block)

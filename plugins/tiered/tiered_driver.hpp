@@ -213,6 +213,13 @@ private:
     void write_back(TieredOp &op, std::vector<size_t> rows, std::vector<TierAnswer> &answers);
     void back_chunk(TieredOp &op, const std::vector<size_t> &admitted, std::vector<TierAnswer> &answers,
                     std::vector<size_t> &through);
+    // The top tier's answers top (in rows' order, room reserved and keys
+    // claimed) to a write=back put: the rows it stored are queued as one
+    // block, READY; the rows it DECLINED for want of room are left in
+    // declined, their room and claim given back; any other answer is the
+    // row's (back_put.cpp).
+    void queue_stored(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &top,
+                      std::vector<TierAnswer> &answers, std::vector<size_t> &declined);
     // A put of rows into the top tier, making room first for the byte
     // budget and, where the tier DECLINES, by evicting least recently used
     // objects held below, then asking again.
