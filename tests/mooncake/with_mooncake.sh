@@ -66,10 +66,12 @@ cleanup() {
 trap cleanup EXIT
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# shellcheck source=../support/listener.sh
+. "$(dirname "$0")/../support/listener.sh"
 
 started=0
 for attempt in $(seq 1 20); do
-  rpc=$((20000 + RANDOM % 30000)); http=$((rpc + 1)); metrics=$((rpc + 2))
+  rpc=$(port_to_try 3); http=$((rpc + 1)); metrics=$((rpc + 2))
   if port_open "$rpc" || port_open "$http" || port_open "$metrics"; then continue; fi
   # The master's own RUNPATH names the build folder it was linked in, which
   # a prefix mounted or copied elsewhere lacks: its libasio.so is in the
@@ -79,9 +81,11 @@ for attempt in $(seq 1 20); do
     --http_metadata_server_port="$http" --metrics_port="$metrics" --enable_metric_reporting=false \
     ${lease_flags[@]+"${lease_flags[@]}"} >"$work/master.$attempt.log" 2>&1 &
   master=$!
-  # Ready when both its ports accept: the signal the master gives.
+  # Ready when both its ports are its own listeners: the signal the master
+  # gives. (A port another process took after the check above accepts too,
+  # and this master, failing its bind, exits: try other ports.)
   for _ in $(seq 1 600); do
-    if port_open "$rpc" && port_open "$http"; then started=1; break; fi
+    if listens_on "$master" "$rpc" && listens_on "$master" "$http"; then started=1; break; fi
     kill -0 "$master" 2>/dev/null || break
     sleep 0.05
   done

@@ -29,6 +29,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# shellcheck source=../support/listener.sh
+. "$(dirname "$0")/../support/listener.sh"
 
 # Starts a server on a free port (retrying ports another process holds)
 # and sets $port to it.
@@ -36,15 +38,17 @@ start_server() {
   local extra=("$@") dir pid pin=()
   [ -n "${KVBLOB_REDIS_SERVER_CPUS:-}" ] && pin=(taskset -c "$KVBLOB_REDIS_SERVER_CPUS")
   for _ in $(seq 1 50); do
-    port=$((20000 + RANDOM % 40000))
+    port=$(port_to_try)
     dir="$work/$port"
     mkdir -p "$dir"
     "${pin[@]}" redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
       --logfile "$dir/log" "${extra[@]}" >/dev/null 2>&1 &
     pid=$!
-    # Ready when it answers PING (bounded: 60 s on a loaded machine).
+    # Ready when it answers PING on a socket of its own (bounded: 60 s on a
+    # loaded machine): a server beside it that took the port first answers
+    # PING too, while this one, failing its bind, exits.
     for _ in $(seq 1 1200); do
-      if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
+      if listens_on "$pid" "$port" && redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
         pids+=("$pid")
         return 0
       fi
