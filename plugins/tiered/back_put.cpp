@@ -4,9 +4,9 @@
 // the waiting caller, against the few microseconds the top tier's put
 // takes. Where the queue has room for every row at once (never waiting
 // for it here), no key is staged below and no byte budget applies, the top
-// tier's put is submitted in submit, and a top tier done on return (the
-// memory driver's mode=blocking, or a poll that copied the rows) ends the
-// put before submit returns. Everything else runs as before, on a worker
+// tier's put is submitted in submit, and a top tier done within the watch
+// (submit_watch_us: the memory driver's mode=blocking, or polls that copied
+// the rows) ends the put before submit returns. Everything else runs as before, on a worker
 // (TieredDriver::write_back).
 #include "tiered_driver.hpp"
 
@@ -35,7 +35,7 @@ bool TieredDriver::start_back_put(TieredOp &op)
     std::vector<TierAnswer> top;
     auto tier_op = std::make_shared<std::optional<kvblob::Operation>>(submit_to(op, 0, kvblob::OpKind::put, rows, top));
     auto &held = *tier_op;
-    if (!held || (held->is_final() && held->access() != KVBLOB_ACCESS_OPEN)) {
+    if (!held || watch_until(*held, std::chrono::steady_clock::now() + settings_.submit_watch)) {
         if (held) collect(op, 0, *held, top);
         held.reset();
         end_back_put(op, std::move(rows), std::move(top));
@@ -66,6 +66,7 @@ void TieredDriver::queue_stored(TieredOp &op, const std::vector<size_t> &rows, s
                                 std::vector<TierAnswer> &answers, std::vector<size_t> &declined)
 {
     Block block;
+    std::vector<Recency::Use> stored;
     for (size_t k = 0; k < rows.size(); ++k) {
         const size_t i = rows[k];
         const support::Row &row = op.rows[i];
@@ -73,7 +74,7 @@ void TieredDriver::queue_stored(TieredOp &op, const std::vector<size_t> &rows, s
             block.rows.push_back({row.key, block.reserved, row.total});
             block.reserved += row.total;
             answers[i] = {KVBLOB_ROW_READY, 0, {}, false};
-            drop(recency_.hold(row.key, row.total, false));
+            stored.push_back({&row.key, row.total});
             continue;
         }
         write_back_->unreserve(row.total);
@@ -81,6 +82,7 @@ void TieredDriver::queue_stored(TieredOp &op, const std::vector<size_t> &rows, s
         if (top[k].result == KVBLOB_ROW_DECLINED && !top[k].refused) declined.push_back(i);
         else answers[i] = std::move(top[k]);
     }
+    if (!stored.empty()) drop(recency_.hold(stored, false));
     if (!block.rows.empty()) write_back_->push(std::move(block));
 }
 

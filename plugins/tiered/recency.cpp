@@ -4,7 +4,30 @@ namespace kvblob::tiered {
 
 std::vector<std::string> Recency::hold(const std::string &key, uint64_t bytes, bool below)
 {
+    return hold({{&key, bytes}}, below);
+}
+
+std::vector<std::string> Recency::touch(const std::string &key, uint64_t bytes, bool below_unknown)
+{
+    return touch({{&key, bytes}}, below_unknown);
+}
+
+std::vector<std::string> Recency::hold(const std::vector<Use> &uses, bool below)
+{
     std::lock_guard lock(mu_);
+    for (const Use &u : uses) hold_one(*u.key, u.bytes, below);
+    return trim();
+}
+
+std::vector<std::string> Recency::touch(const std::vector<Use> &uses, bool below_unknown)
+{
+    std::lock_guard lock(mu_);
+    for (const Use &u : uses) touch_one(*u.key, u.bytes, below_unknown);
+    return trim();
+}
+
+void Recency::hold_one(const std::string &key, uint64_t bytes, bool below)
+{
     auto it = entries_.find(key);
     if (it != entries_.end()) {
         bytes_ -= it->second.bytes;
@@ -18,20 +41,13 @@ std::vector<std::string> Recency::hold(const std::string &key, uint64_t bytes, b
         entries_.emplace(key, Entry{bytes, below, std::prev(order_.end())});
     }
     bytes_ += bytes;
-    return trim();
 }
 
-std::vector<std::string> Recency::touch(const std::string &key, uint64_t bytes, bool below_unknown)
+void Recency::touch_one(const std::string &key, uint64_t bytes, bool below_unknown)
 {
-    {
-        std::lock_guard lock(mu_);
-        auto it = entries_.find(key);
-        if (it != entries_.end()) {
-            order_.splice(order_.end(), order_, it->second.at);
-            return {};
-        }
-    }
-    return hold(key, bytes, below_unknown);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return hold_one(key, bytes, below_unknown);
+    order_.splice(order_.end(), order_, it->second.at);
 }
 
 void Recency::written_below(const std::string &key)

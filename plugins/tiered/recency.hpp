@@ -36,6 +36,15 @@ public:
     // A get was answered from the top tier: key is most recently used
     // (recorded as hold(key, bytes, below_unknown) if it was not).
     std::vector<std::string> touch(const std::string &key, uint64_t bytes, bool below_unknown);
+    // The same for each key of an operation's rows, in order, under one
+    // lock (an operation's rows are recorded together, not each with a
+    // lock of its own).
+    struct Use {
+        const std::string *key;
+        uint64_t bytes;
+    };
+    std::vector<std::string> hold(const std::vector<Use> &uses, bool below);
+    std::vector<std::string> touch(const std::vector<Use> &uses, bool below_unknown);
     // The bottom tier stored key's write=back copy: it may be evicted now.
     void written_below(const std::string &key);
     void forget(const std::string &key);
@@ -57,6 +66,9 @@ private:
         std::list<std::string>::iterator at;  // in order_
     };
     void erase(std::unordered_map<std::string, Entry>::iterator it);
+    // Under mu_: hold, or touch, without trim.
+    void hold_one(const std::string &key, uint64_t bytes, bool below);
+    void touch_one(const std::string &key, uint64_t bytes, bool below_unknown);
     std::vector<std::string> trim();  // under mu_: back to max_keys
 
     const size_t max_keys_;

@@ -159,6 +159,10 @@ Settings settings_of(const support::ParsedOptions &o)
     if (queue_rows < 1) throw support::OptionError("option 'write_back_queue_rows': at least 1");
     settings.write_back_queue_rows = static_cast<uint64_t>(queue_rows);
     settings.top_bytes = o.bytes("top_bytes");
+    const int64_t watch_us = o.integer("submit_watch_us");
+    if (watch_us < 0 || watch_us > 1000000)
+        throw support::OptionError("option 'submit_watch_us': from 0 to 1000000 (one second)");
+    settings.submit_watch = std::chrono::microseconds(watch_us);
     const int64_t lru_keys = o.integer("lru_keys");
     if (lru_keys < 1) throw support::OptionError("option 'lru_keys': at least 1");
     settings.lru_keys = static_cast<size_t>(lru_keys);
@@ -531,33 +535,14 @@ std::optional<kvblob::Operation> TieredDriver::submit_to(TieredOp &op, size_t t,
             mapped.emplace_back(r, h);
         }
     }
-    kvblob::Batch batch;
-    std::string unmapped;
-    for (size_t i : rows) {
-        const support::Row &row = op.rows[i];
-        std::vector<kvblob_span_t> spans;
-        for (const support::SpanRef &s : row.spans) {
-            kvblob_region_t *h = nullptr;
-            uint64_t offset = 0;
-            for (const auto &[r, th] : mapped)
-                if (s.data >= r->base && s.data + s.length <= r->base + r->size) {
-                    h = th;
-                    offset = static_cast<uint64_t>(s.data - r->base);
-                    break;
-                }
-            if (!h) unmapped = "a span's region is not registered with " + tier.label();
-            spans.push_back(kvblob::make_span(h, offset, s.length));
-        }
-        batch.row(row.key, std::move(spans));
-    }
-    if (!op.hint.empty()) batch.hint(op.hint);
     const auto refuse_all = [&](const std::string &why) {
         for (auto &a : out) a = {KVBLOB_ROW_FAULT, 0, why, true};
         return std::optional<kvblob::Operation>{};
     };
-    if (!unmapped.empty()) return refuse_all(unmapped);
+    const kvblob_batch_t *batch = op.tier_batch.build(op, rows, mapped);
+    if (!batch) return refuse_all("a span's region is not registered with " + tier.label());
     try {
-        return tier.handle->submit(kind, batch.get());
+        return tier.handle->submit(kind, *batch);
     } catch (const kvblob::CallError &e) {
         return refuse_all(tier.label() + " refused the " + kind_name(kind) + ": " +
                           kvblob::without_secrets(e.what(), tier.secrets));

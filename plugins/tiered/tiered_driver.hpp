@@ -17,9 +17,11 @@
 #include <kvblob/support/work_queue.hpp>
 
 #include "recency.hpp"
+#include "tier_batch.hpp"
 #include "write_back.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -79,6 +81,9 @@ struct TieredOp : Op {
     // A write=back put holds the queue's writer (WriteBack::hold) until it
     // is final, or until it waits for room.
     bool holds_writer = false;
+    // The batch of its rows submitted to a tier (submit_to), its arrays
+    // kept from one use to the next.
+    TierBatch tier_batch;
     void recycle() override
     {
         cancellable.clear();
@@ -104,6 +109,7 @@ struct Settings {
     uint64_t write_back_queue_rows = 0;   // write=back: and in rows
     uint64_t top_bytes = 0;              // the top tier's byte budget (0: none)
     size_t lru_keys = 0;                 // keys the recency record holds at most
+    std::chrono::microseconds submit_watch{0};  // a get's submit watches a tier operation this long
     unsigned workers = 1;
 };
 
@@ -177,8 +183,15 @@ private:
     // Promotes plan (promote), then counts it out of promotions_.
     void promote_planned(Block &plan, std::vector<int> &from);
     // A get's tiers asked from the submitting thread (GetFlow): false when
-    // the get is left to run() whole (a key staged below).
+    // the get is left to run() whole (a key staged below). A tier
+    // operation not final on return is watched for up to submit_watch
+    // (settled() polls it, which runs the tier's rows here where the tier
+    // lets waiters run them) before the get's worker is woken to wait for it.
     bool start_get(TieredOp &op);
+    // Whether tier_op is final with its access no longer open, polling it
+    // (which runs the tier's rows in this thread, where the tier lets
+    // waiters run them) until then, or until `until`.
+    static bool watch_until(const kvblob::Operation &tier_op, std::chrono::steady_clock::time_point until);
     // Submits rows to tier t as the flow's step (flow.mu held).
     void submit_step(TieredOp &op, GetFlow &flow, size_t t, std::vector<size_t> rows);
     // Whether the flow's tier operation is final with access no longer

@@ -239,6 +239,14 @@ TEST_CASE("tiered: options are refused naming the key, the tier and its driver")
         CHECK(why.find("no_such_tiered_option") != std::string::npos);
         CHECK(why.find("R-OPN-1") != std::string::npos);
     }
+    SUBCASE("a watch out of bounds")
+    {
+        for (const char *us : {"-1", "1000001"}) {
+            auto why = refusal_of(memory_over_file(store, root.path(), {{"submit_watch_us", us}}));
+            CHECK(why.find("submit_watch_us") != std::string::npos);
+            CHECK(why.find("one second") != std::string::npos);
+        }
+    }
     SUBCASE("a malformed tier key")
     {
         auto why = refusal_of(memory_over_file(store, root.path(), {{"tier.x.store", "a"}}));

@@ -35,9 +35,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+#include "spin_pause.hpp"
 
 namespace kvblob::support {
 
@@ -149,9 +147,7 @@ private:
         const auto until = Clock::now() + watch_;
         while (Clock::now() < until) {
             for (int i = 0; i < 64 && queued_.load(std::memory_order_relaxed) == 0; ++i) {
-#if defined(__x86_64__) || defined(__i386__)
-                _mm_pause();
-#endif
+                spin_pause();
             }
             if (queued_.load(std::memory_order_relaxed) != 0) break;
         }
