@@ -6,12 +6,12 @@
 // Measured (kvblob-bench --tier, 2 shared cores): a get through a memory
 // top tier spent most of its time handing over between threads: this
 // driver's worker, the tiers', then the waiting caller. A get the top tier
-// answers whole is final before submit returns (where the top tier is done
-// on return: memory's mode=blocking, or a poll that copied the rows); a get
-// of rows below reaches the next tier without waiting for this driver's
-// worker to wake, and a caller that polls it runs that tier's rows itself
-// where the tier lets its waiters run them (the file driver), then ends the
-// get, so the worker only promotes.
+// answers whole within the submit's watch (submit_watch_us: its polls run
+// the memory driver's rows here) is final before submit returns; a get of
+// rows below reaches the next tier without waiting for this driver's
+// worker to wake, and that tier's rows run here too within the watch, or
+// in a caller's poll after it, where the tier lets its waiters run them
+// (the file driver); the worker then only promotes.
 #include "tiered_driver.hpp"
 
 #include <kvblob/support/spin_pause.hpp>

@@ -81,11 +81,15 @@ void WriteBack::unclaim(const std::string &key)
 
 void WriteBack::push(Block block)
 {
+    bool held;
     {
         std::lock_guard lock(mu_);
         queue_.push_back(std::move(block));
+        held = holds_ != 0;
     }
-    work_cv_.notify_one();
+    // A held writer waits for the last release, which wakes it: waking it
+    // now would only put it back to sleep, on a core the put still needs.
+    if (!held) work_cv_.notify_one();
 }
 
 void WriteBack::hold()
