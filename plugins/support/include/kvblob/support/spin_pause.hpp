@@ -1,4 +1,8 @@
-// One pause of a loop that watches for something another thread does.
+// One pause of a loop that watches for what another thread does: on x86 it
+// gives the pipeline to a sibling hyperthread and saves power, without
+// leaving the thread. Never a yield: on a busy machine the scheduler gives
+// a yielding thread's core away for up to a tick. (The host has its own,
+// in host/src/guarding/watch.hpp: a driver does not include the host.)
 #pragma once
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -7,16 +11,10 @@
 
 namespace kvblob::support {
 
-// Tells the core this is a wait loop: on x86 it gives the pipeline to a
-// sibling hyperthread and saves power, without leaving the thread (never
-// a yield: on a busy machine the scheduler gives a yielding thread's core
-// away for up to a tick).
 inline void spin_pause() noexcept
 {
 #if defined(__x86_64__) || defined(__i386__)
     _mm_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
 #endif
 }
 
