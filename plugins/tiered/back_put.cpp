@@ -6,8 +6,8 @@
 // for it here), no key is staged below and no byte budget applies, the top
 // tier's put is submitted in submit, and a top tier done within the watch
 // (submit_watch_us: the memory driver's mode=blocking, or polls that copied
-// the rows) ends the put before submit returns. Everything else runs as before, on a worker
-// (TieredDriver::write_back).
+// the rows) ends the put before submit returns. Everything else runs as
+// before, on a worker (TieredDriver::write_back).
 #include "tiered_driver.hpp"
 
 namespace kvblob::tiered {
