@@ -11,7 +11,8 @@
 // rows below reaches the next tier without waiting for this driver's
 // worker to wake, and that tier's rows run here too within the watch, or
 // in a caller's poll after it, where the tier lets its waiters run them
-// (the file driver); the worker then only promotes.
+// (the file driver); where the get ends within the watch, the worker only
+// promotes.
 #include "tiered_driver.hpp"
 
 #include <kvblob/support/spin_pause.hpp>

@@ -109,7 +109,7 @@ struct Settings {
     uint64_t write_back_queue_rows = 0;   // write=back: and in rows
     uint64_t top_bytes = 0;              // the top tier's byte budget (0: none)
     size_t lru_keys = 0;                 // keys the recency record holds at most
-    std::chrono::microseconds submit_watch{0};  // a get's submit watches a tier operation this long
+    std::chrono::microseconds submit_watch{0};  // a get's or write=back put's submit watches a tier op this long
     unsigned workers = 1;
 };
 
@@ -185,7 +185,7 @@ private:
     // A get's tiers asked from the submitting thread (GetFlow): false when
     // the get is left to run() whole (a key staged below). A tier
     // operation not final on return is watched for up to submit_watch
-    // (settled() polls it, which runs the tier's rows here where the tier
+    // (watch_until polls it, which runs the tier's rows here where the tier
     // lets waiters run them) before the get's worker is woken to wait for it.
     bool start_get(TieredOp &op);
     // Whether tier_op is final with its access no longer open, polling it
@@ -210,8 +210,9 @@ private:
     void end_op(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
     // ---- write=back puts from the submitting thread (back_put.cpp) ----
     // Where the queue has room for every row at once and no key is staged:
-    // the top tier's put submitted here, and, where it is done on return,
-    // the put ended here; false when it is left to run() whole.
+    // the top tier's put submitted here, and, where it is done within the
+    // watch (watch_until), the put ended here; false when it is left to
+    // run() whole.
     bool start_back_put(TieredOp &op);
     // The top tier's answers (in rows' order, room reserved and keys
     // claimed): the rows it stored queued, op ended; rows it DECLINED are

@@ -35,10 +35,12 @@ trap cleanup EXIT
 # Starts a server on a free port (retrying ports another process holds)
 # and sets $port to it.
 start_server() {
-  local extra=("$@") dir pid pin=()
+  local extra=("$@") dir pid pin=() span=1
+  # A cluster node's bus listens at port + 10000: both below the ephemeral range.
+  [[ " ${extra[*]} " == *" --cluster-enabled "* ]] && span=10001
   [ -n "${KVBLOB_REDIS_SERVER_CPUS:-}" ] && pin=(taskset -c "$KVBLOB_REDIS_SERVER_CPUS")
   for _ in $(seq 1 50); do
-    port=$(port_to_try)
+    port=$(port_to_try "$span")
     dir="$work/$port"
     mkdir -p "$dir"
     "${pin[@]}" redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
