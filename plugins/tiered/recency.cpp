@@ -28,18 +28,19 @@ std::vector<std::string> Recency::touch(const std::vector<Use> &uses, bool below
 
 void Recency::hold_one(const std::string &key, uint64_t bytes, bool below)
 {
-    auto it = entries_.find(key);
-    if (it != entries_.end()) {
-        bytes_ -= it->second.bytes;
-        it->second.bytes = bytes;
-        // Written below once stays written below (keys name content,
-        // R-ROW-7): a second put of the key changes nothing there.
-        it->second.below = it->second.below || below;
-        order_.splice(order_.end(), order_, it->second.at);
+    auto [it, added] = entries_.try_emplace(key);
+    Entry &e = it->second;
+    if (added) {
+        e.key = &it->first;
     } else {
-        order_.push_back(key);
-        entries_.emplace(key, Entry{bytes, below, std::prev(order_.end())});
+        bytes_ -= e.bytes;
+        unlink(e);
     }
+    e.bytes = bytes;
+    // Written below once stays written below (keys name content, R-ROW-7):
+    // a second put of the key changes nothing there.
+    e.below = e.below || below;
+    link_newest(e);
     bytes_ += bytes;
 }
 
@@ -47,7 +48,30 @@ void Recency::touch_one(const std::string &key, uint64_t bytes, bool below_unkno
 {
     auto it = entries_.find(key);
     if (it == entries_.end()) return hold_one(key, bytes, below_unknown);
-    order_.splice(order_.end(), order_, it->second.at);
+    unlink(it->second);
+    link_newest(it->second);
+}
+
+void Recency::link_newest(Entry &e)
+{
+    e.older = newest_;
+    e.newer = nullptr;
+    (newest_ ? newest_->newer : oldest_) = &e;
+    newest_ = &e;
+}
+
+void Recency::unlink(Entry &e)
+{
+    (e.older ? e.older->newer : oldest_) = e.newer;
+    (e.newer ? e.newer->older : newest_) = e.older;
+    e.older = e.newer = nullptr;
+}
+
+void Recency::erase(Entry &e)
+{
+    bytes_ -= e.bytes;
+    unlink(e);
+    entries_.erase(entries_.find(*e.key));
 }
 
 void Recency::written_below(const std::string &key)
@@ -59,14 +83,7 @@ void Recency::written_below(const std::string &key)
 void Recency::forget(const std::string &key)
 {
     std::lock_guard lock(mu_);
-    if (auto it = entries_.find(key); it != entries_.end()) erase(it);
-}
-
-void Recency::erase(std::unordered_map<std::string, Entry>::iterator it)
-{
-    bytes_ -= it->second.bytes;
-    order_.erase(it->second.at);
-    entries_.erase(it);
+    if (auto it = entries_.find(key); it != entries_.end()) erase(it->second);
 }
 
 std::vector<std::string> Recency::take_victims(uint64_t bytes)
@@ -74,13 +91,14 @@ std::vector<std::string> Recency::take_victims(uint64_t bytes)
     std::lock_guard lock(mu_);
     std::vector<std::string> out;
     uint64_t freed = 0;
-    for (auto at = order_.begin(); at != order_.end() && freed < bytes;) {
-        auto it = entries_.find(*at);
-        ++at;
-        if (!it->second.below) continue;
-        freed += it->second.bytes;
-        out.push_back(it->first);
-        erase(it);
+    for (Entry *e = oldest_; e && freed < bytes;) {
+        Entry *next = e->newer;
+        if (e->below) {
+            freed += e->bytes;
+            out.push_back(*e->key);
+            erase(*e);
+        }
+        e = next;
     }
     return out;
 }
@@ -105,12 +123,11 @@ std::vector<std::string> Recency::trim()
     while (entries_.size() > max_keys_) {
         // The oldest evictable key goes, from the tier too; with none
         // evictable, the oldest record goes and its object stays.
-        auto at = order_.begin();
-        while (at != order_.end() && !entries_.find(*at)->second.below) ++at;
-        if (at == order_.end()) at = order_.begin();
-        auto it = entries_.find(*at);
-        if (it->second.below) out.push_back(it->first);
-        erase(it);
+        Entry *e = oldest_;
+        while (e && !e->below) e = e->newer;
+        if (!e) e = oldest_;
+        if (e->below) out.push_back(*e->key);
+        erase(*e);
     }
     return out;
 }
