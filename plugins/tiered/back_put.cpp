@@ -25,8 +25,8 @@ bool TieredDriver::start_back_put(TieredOp &op)
     // Rows begun here stay begun: run() goes on with them.
     if (rows.empty() || !write_back_->try_reserve(sizes)) return false;
     {
-        std::vector<std::string> keys;
-        for (size_t i : rows) keys.push_back(op.rows[i].key);
+        std::vector<const std::string *> keys;
+        for (size_t i : rows) keys.push_back(&op.rows[i].key);
         std::shared_lock lock(evict_mu_);
         write_back_->claim(keys);
     }

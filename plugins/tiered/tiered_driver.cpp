@@ -842,8 +842,8 @@ void TieredDriver::back_chunk(TieredOp &op, const std::vector<size_t> &admitted,
                               std::vector<size_t> &through)
 {
     {
-        std::vector<std::string> keys;
-        for (size_t i : admitted) keys.push_back(op.rows[i].key);
+        std::vector<const std::string *> keys;
+        for (size_t i : admitted) keys.push_back(&op.rows[i].key);
         std::shared_lock lock(evict_mu_);
         write_back_->claim(keys);
     }

@@ -63,10 +63,10 @@ void WriteBack::unreserve(uint64_t bytes)
     done_cv_.notify_all();
 }
 
-void WriteBack::claim(const std::vector<std::string> &keys)
+void WriteBack::claim(const std::vector<const std::string *> &keys)
 {
     std::lock_guard lock(mu_);
-    for (const auto &k : keys) ++pending_[k];
+    for (const std::string *k : keys) ++pending_[*k];
 }
 
 void WriteBack::unclaim(const std::string &key)

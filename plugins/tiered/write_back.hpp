@@ -98,7 +98,7 @@ public:
     // The keys a put is about to store in the top tier are pending from
     // now (claim) until written below, or until the put did not store them
     // there (unclaim): an eviction never takes a pending key.
-    void claim(const std::vector<std::string> &keys);
+    void claim(const std::vector<const std::string *> &keys);
     void unclaim(const std::string &key);
     // Queues block, whose bytes were reserved and whose keys were claimed.
     void push(Block block);
