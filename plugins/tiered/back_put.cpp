@@ -50,7 +50,7 @@ bool TieredDriver::start_back_put(TieredOp &op)
         auto &t = *tier_op;
         while (!t->wait(std::chrono::hours(1))) {
         }
-        std::vector<TierAnswer> top(rows.size());
+        std::vector<TierAnswer> top;
         collect(op, 0, *t, top);
         {
             std::lock_guard lock(op.mu);

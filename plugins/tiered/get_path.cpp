@@ -99,7 +99,6 @@ void TieredDriver::step(TieredOp &op, GetFlow &flow)
 {
     std::vector<TierAnswer> got = std::move(flow.refused);
     if (flow.current) {
-        got.assign(flow.asking.size(), {});
         collect(op, flow.tier, *flow.current, got);
         {
             std::lock_guard lock(op.mu);

@@ -524,7 +524,7 @@ std::optional<kvblob::Operation> TieredDriver::submit_to(TieredOp &op, size_t t,
                                                         std::vector<TierAnswer> &out)
 {
     Tier &tier = tiers_[t];
-    out.assign(rows.size(), {});
+    out.clear();  // sized by a refusal here, or by collect
     // The tier's registration of each region the operation names.
     std::vector<std::pair<const support::Region *, kvblob_region_t *>> mapped;
     {
@@ -536,7 +536,7 @@ std::optional<kvblob::Operation> TieredDriver::submit_to(TieredOp &op, size_t t,
         }
     }
     const auto refuse_all = [&](const std::string &why) {
-        for (auto &a : out) a = {KVBLOB_ROW_FAULT, 0, why, true};
+        out.assign(rows.size(), {KVBLOB_ROW_FAULT, 0, why, true});
         return std::optional<kvblob::Operation>{};
     };
     const kvblob_batch_t *batch = op.tier_batch.build(op, rows, mapped);
@@ -555,6 +555,7 @@ void TieredDriver::collect(TieredOp &op, size_t t, const kvblob::Operation &tier
 {
     Tier &tier = tiers_[t];
     const auto results = tier_op.results();
+    out.assign(results.size(), {});
     for (size_t k = 0; k < out.size(); ++k) {
         out[k].result = results[k].result;
         out[k].code = results[k].driver_code;
