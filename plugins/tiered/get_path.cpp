@@ -99,7 +99,7 @@ void TieredDriver::step(TieredOp &op, GetFlow &flow)
 {
     std::vector<TierAnswer> got = std::move(flow.refused);
     if (flow.current) {
-        collect(op, flow.tier, *flow.current, got);
+        collect(op, flow.tier, *flow.current, got, flow.tier + 1 == tiers_.size());
         {
             std::lock_guard lock(op.mu);
             op.cancellable.clear();

@@ -551,7 +551,8 @@ std::optional<kvblob::Operation> TieredDriver::submit_to(TieredOp &op, size_t t,
     }
 }
 
-void TieredDriver::collect(TieredOp &op, size_t t, const kvblob::Operation &tier_op, std::vector<TierAnswer> &out)
+void TieredDriver::collect(TieredOp &op, size_t t, const kvblob::Operation &tier_op, std::vector<TierAnswer> &out,
+                           bool miss_messages)
 {
     Tier &tier = tiers_[t];
     const auto results = tier_op.results();
@@ -559,6 +560,7 @@ void TieredDriver::collect(TieredOp &op, size_t t, const kvblob::Operation &tier
     for (size_t k = 0; k < out.size(); ++k) {
         out[k].result = results[k].result;
         out[k].code = results[k].driver_code;
+        if (results[k].result == KVBLOB_ROW_MISS && !miss_messages) continue;
         if (results[k].result != KVBLOB_ROW_READY) {
             std::string text = tier_op.message(k);
             out[k].message = tier.label() + ": " + kvblob::without_secrets(text, tier.secrets);

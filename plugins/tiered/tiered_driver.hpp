@@ -282,10 +282,13 @@ private:
                                 bool cancellable);
     // ask's halves: the submit (none, with out each row's refusal, when the
     // tier refused it), and the answers of a tier operation that is final
-    // with its access no longer open (out sized to its rows).
+    // with its access no longer open (out sized to its rows). miss_messages
+    // false: a MISS row's message is not fetched (a get's MISS above the
+    // last tier is never the row's answer: the row is asked below).
     std::optional<kvblob::Operation> submit_to(TieredOp &op, size_t t, kvblob::OpKind kind,
                                                const std::vector<size_t> &rows, std::vector<TierAnswer> &out);
-    void collect(TieredOp &op, size_t t, const kvblob::Operation &tier_op, std::vector<TierAnswer> &out);
+    void collect(TieredOp &op, size_t t, const kvblob::Operation &tier_op, std::vector<TierAnswer> &out,
+                 bool miss_messages = true);
 
     // Forwards a keyed hook to the bottom tier, then purges key from the
     // upper tiers and bypasses them for it (bypass: until release_staged).
