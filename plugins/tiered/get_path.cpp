@@ -34,6 +34,13 @@ std::vector<size_t> still_to_ask(const std::vector<size_t> &rows, const std::vec
     return next;
 }
 
+// Final, with its access no longer open (ended, or unprovable): a poll,
+// which may run the tier's rows in this thread.
+bool settled_op(const kvblob::Operation &tier_op)
+{
+    return tier_op.is_final() && tier_op.access() != KVBLOB_ACCESS_OPEN;
+}
+
 }  // namespace
 
 bool TieredDriver::start_get(TieredOp &op)
@@ -84,7 +91,7 @@ void TieredDriver::submit_step(TieredOp &op, GetFlow &flow, size_t t, std::vecto
 bool TieredDriver::watch_until(const kvblob::Operation &tier_op, std::chrono::steady_clock::time_point until)
 {
     while (true) {
-        if (tier_op.is_final() && tier_op.access() != KVBLOB_ACCESS_OPEN) return true;
+        if (settled_op(tier_op)) return true;
         if (std::chrono::steady_clock::now() >= until) return false;
         for (int i = 0; i < 16; ++i) support::spin_pause();
     }
@@ -92,7 +99,7 @@ bool TieredDriver::watch_until(const kvblob::Operation &tier_op, std::chrono::st
 
 bool TieredDriver::settled(const GetFlow &flow)
 {
-    return !flow.current || (flow.current->is_final() && flow.current->access() != KVBLOB_ACCESS_OPEN);
+    return !flow.current || settled_op(*flow.current);
 }
 
 void TieredDriver::step(TieredOp &op, GetFlow &flow)

@@ -2,16 +2,6 @@
 
 namespace kvblob::tiered {
 
-std::vector<std::string> Recency::hold(const std::string &key, uint64_t bytes, bool below)
-{
-    return hold({{&key, bytes}}, below);
-}
-
-std::vector<std::string> Recency::touch(const std::string &key, uint64_t bytes, bool below_unknown)
-{
-    return touch({{&key, bytes}}, below_unknown);
-}
-
 std::vector<std::string> Recency::hold(const std::vector<Use> &uses, bool below)
 {
     std::lock_guard lock(mu_);

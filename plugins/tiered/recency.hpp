@@ -29,20 +29,17 @@ public:
     // eviction only when the tier DECLINES).
     Recency(size_t max_keys, uint64_t budget) : max_keys_(max_keys ? max_keys : 1), budget_(budget) {}
 
-    // key is in the top tier now, bytes long, most recently used. below:
-    // safely held below. Returns victims the key count pushed out.
-    std::vector<std::string> hold(const std::string &key, uint64_t bytes, bool below);
-    // A get was answered from the top tier: key is most recently used
-    // (recorded as hold(key, bytes, below_unknown) if it was not).
-    std::vector<std::string> touch(const std::string &key, uint64_t bytes, bool below_unknown);
-    // The same for each key of an operation's rows, in order, under one
-    // lock (an operation's rows are recorded together, not each with a
-    // lock of its own).
+    // An operation's keys, each with its object's size, recorded together
+    // in order under one lock (not each with a lock of its own).
     struct Use {
         const std::string *key;
         uint64_t bytes;
     };
+    // Each key is in the top tier now, most recently used. below: safely
+    // held below. Returns victims the key count pushed out.
     std::vector<std::string> hold(const std::vector<Use> &uses, bool below);
+    // A get was answered from the top tier: each key is most recently used
+    // (recorded as by hold(..., below_unknown) where it was not).
     std::vector<std::string> touch(const std::vector<Use> &uses, bool below_unknown);
     // The bottom tier stored key's write=back copy: it may be evicted now.
     void written_below(const std::string &key);

@@ -689,12 +689,14 @@ void TieredDriver::promote(Block &copy, std::vector<int> &from)
         } else {
             put = ask_own(u, kvblob::OpKind::put, copy, rows);
         }
+        std::vector<Recency::Use> promoted;
         for (size_t k = 0; k < rows.size(); ++k) {
             if (put[k].result != KVBLOB_ROW_READY)
                 log(KVBLOB_LOG_DEBUG, "promotion skipped: " + put[k].message);
             else if (u == 0)
-                drop(recency_.hold(copy.rows[rows[k]].key, copy.rows[rows[k]].length, true));
+                promoted.push_back({&copy.rows[rows[k]].key, copy.rows[rows[k]].length});
         }
+        if (!promoted.empty()) drop(recency_.hold(promoted, true));
     }
     promoting_bytes_.fetch_sub(copy.reserved);
 }
@@ -721,13 +723,14 @@ void TieredDriver::write_through(TieredOp &op, const std::vector<size_t> &all, s
     }
     for (size_t t = last; t-- > 0 && !rows.empty();) {
         auto cached = t == 0 ? put_top(op, rows, false) : ask(op, t, kvblob::OpKind::put, rows, false);
+        std::vector<Recency::Use> held;
         for (size_t k = 0; k < rows.size(); ++k) {
             const auto r = cached[k].result;
-            if (r == KVBLOB_ROW_READY && t == 0)
-                drop(recency_.hold(op.rows[rows[k]].key, op.rows[rows[k]].total, true));
+            if (r == KVBLOB_ROW_READY && t == 0) held.push_back({&op.rows[rows[k]].key, op.rows[rows[k]].total});
             if (r == KVBLOB_ROW_READY || r == KVBLOB_ROW_DECLINED) continue;
             log(KVBLOB_LOG_WARN, "a put stored below was not cached: " + cached[k].message);
         }
+        if (!held.empty()) drop(recency_.hold(held, true));
     }
 }
 
