@@ -16,6 +16,7 @@
 # CONFORMANT and no store below holds an object (no file under the root;
 # DBSIZE 0).
 set -u
+. "$(dirname "$0")/../support/scratch.sh"
 kind=$1 runner=$2
 shift 2
 top="--option tier.0.driver=memory --option tier.0.store=battery-$$"
@@ -23,7 +24,7 @@ top="--option tier.0.driver=memory --option tier.0.store=battery-$$"
 not_supported() { echo "$1" | sed -n 's/.* failed, [0-9]* skipped, \([0-9]*\) not supported,.*/\1/p' | tail -n 1; }
 case "$kind" in
 file)
-  root=$(mktemp -d)
+  root=$(mktemp -d -p "$(scratch_parent)")
   trap 'rm -rf "$root"' EXIT
   trap 'exit 1' INT TERM
   out=$("$runner" --driver tiered $top --option tier.1.driver=file --option "tier.1.root=$root" "$@" 2>&1)
@@ -40,7 +41,7 @@ redis)
 file-redis)
   url=$1
   shift
-  root=$(mktemp -d)
+  root=$(mktemp -d -p "$(scratch_parent)")
   trap 'rm -rf "$root"' EXIT
   trap 'exit 1' INT TERM
   out=$("$runner" --driver tiered $top --option tier.1.driver=file --option "tier.1.root=$root" \
@@ -76,6 +77,7 @@ file-redis)
 *) echo "tiered_battery.sh: unknown store $kind"; exit 2 ;;
 esac
 echo "$out"
+[ -n "${root:-}" ] && echo "tiered_battery.sh: the file tier's root was $root"
 [ "$left" -eq 0 ] || { echo "tiered_battery.sh: $left object(s) left in the $kind tiers"; exit 1; }
 [ "$status" -eq 0 ] || { echo "tiered_battery.sh: the battery exited $status"; exit 1; }
 echo "$out" | grep -q '^CONFORMANT$' || { echo "tiered_battery.sh: no CONFORMANT verdict"; exit 1; }
