@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -459,8 +460,14 @@ bool Hooked::info(kvblob_op_t *op, OpInfo &out)
 
 bool Hooked::wait_final(kvblob_op_t *op)
 {
+    // Yields at first, then looks every 100 us: a mutant whose operation
+    // never ends (its check then times out, 30 s in the mutation campaign)
+    // spun a core for the whole timeout.
     uint32_t final = 0;
-    while (poll(op, &final) == KVBLOB_OK && !final) std::this_thread::yield();
+    for (unsigned looks = 0; poll(op, &final) == KVBLOB_OK && !final; ++looks) {
+        if (looks < 1000) std::this_thread::yield();
+        else std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
     return final != 0;
 }
 
