@@ -12,9 +12,9 @@
 # driver tests the stack, and gets tmpfs where it has room.
 
 # The folder to make a test's scratch folder in: KVBLOB_TEST_SCRATCH where
-# set, else /dev/shm where it is a writable tmpfs with at least 4 GiB free
-# (a tiered battery holds up to 1.2 GiB in its file tier at once), else
-# TMPDIR (/tmp).
+# set, else /dev/shm where it is a writable tmpfs with at least 8 GiB free
+# (a tiered battery holds up to 1.2 GiB in its file tier at once, and the
+# plain suite runs up to three of them side by side), else TMPDIR (/tmp).
 scratch_parent() {
   if [ -n "${KVBLOB_TEST_SCRATCH:-}" ]; then
     echo "$KVBLOB_TEST_SCRATCH"
@@ -22,7 +22,7 @@ scratch_parent() {
   fi
   if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && [ -w /dev/shm ]; then
     free_kib=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
-    if [ "${free_kib:-0}" -ge $((4 * 1024 * 1024)) ]; then
+    if [ "${free_kib:-0}" -ge $((8 * 1024 * 1024)) ]; then
       echo /dev/shm
       return
     fi
