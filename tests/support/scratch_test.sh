@@ -19,14 +19,19 @@ shim() {
 }
 pick() { PATH="$shims:$PATH" TMPDIR=/tmp/elsewhere scratch_parent; }
 
+# (Taken only where this machine's /dev/shm is writable too.)
+room=/dev/shm
+[ -w /dev/shm ] || room=/tmp/elsewhere
 shim tmpfs $((8 * 1024 * 1024))
-check "a tmpfs with 8 GiB free is taken" '[ "$(pick)" = /dev/shm ]'
+check "a tmpfs with 8 GiB free is taken" '[ "$(pick)" = "$room" ]'
 shim tmpfs $((8 * 1024 * 1024 - 1))
 check "a tmpfs with less is not" '[ "$(pick)" = /tmp/elsewhere ]'
 shim ext2/ext3 $((64 * 1024 * 1024))
 check "a disk at /dev/shm is not" '[ "$(pick)" = /tmp/elsewhere ]'
 shim tmpfs $((64 * 1024 * 1024))
 check "KVBLOB_TEST_SCRATCH comes first" '[ "$(KVBLOB_TEST_SCRATCH=/srv/scratch pick)" = /srv/scratch ]'
-check "TMPDIR unset means /tmp" '[ "$(shim ext2/ext3 1; PATH="$shims:$PATH" env -u TMPDIR bash -c ". '$here/scratch.sh'; scratch_parent")" = /tmp ]'
+shim ext2/ext3 1
+unset_tmpdir() { PATH="$shims:$PATH" env -u TMPDIR bash -c '. "$1"; scratch_parent' _ "$here/scratch.sh"; }
+check "TMPDIR unset means /tmp" '[ "$(unset_tmpdir)" = /tmp ]'
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
