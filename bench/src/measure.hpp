@@ -5,6 +5,8 @@
 // timed; latencies are per operation (one batch).
 #pragma once
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -100,8 +102,9 @@ enum class WaitStyle {
     // Operation::wait, which watches for host_watch at most (as the
     // driver's operations have lately taken: WaitHistory) and then sleeps
     // until the driver announces it; a baseline that hands its call to a
-    // thread of its own watches for host_watch, then sleeps until the call
-    // ends.
+    // thread of its own watches as long as the host's wait would after
+    // calls like its last ones (HostWatchHistory), then sleeps until the
+    // call ends.
     host,
     // Watching on the waiting thread, never asleep (watch_until): what a
     // lane costs with a core of its own to spend.
@@ -110,6 +113,27 @@ enum class WaitStyle {
 // How long Operation::wait watches before it sleeps, at most
 // (watch_before_sleep, host/src/guarding/watch.hpp).
 inline constexpr std::chrono::microseconds host_watch{200};
+
+// How long Operation::wait watches once a driver's operations have lately
+// taken longer than host_watch_pays to end: a running mean, the newest
+// 1/8, each sample capped at twice host_watch_pays (WaitHistory,
+// host/src/guarding/watch.hpp). A baseline that hands its calls to a
+// thread and waits "as the host" keeps the same history of its own calls.
+inline constexpr std::chrono::microseconds host_short_watch{20};
+inline constexpr std::chrono::microseconds host_watch_pays{50};
+class HostWatchHistory {
+public:
+    std::chrono::microseconds next_watch() const { return typical_ > pays_ns ? host_short_watch : host_watch; }
+    void record(std::chrono::nanoseconds took)
+    {
+        const int64_t now = std::clamp<int64_t>(took.count(), 0, 2 * pays_ns);
+        typical_ += (now - typical_) / 8;
+    }
+
+private:
+    static constexpr int64_t pays_ns = std::chrono::nanoseconds(host_watch_pays).count();
+    int64_t typical_ = 0;
+};
 
 Measurement measure(unsigned threads, const Budget &budget,
                     const std::function<std::unique_ptr<Lane>(unsigned lane)> &make_lane);
