@@ -6,7 +6,6 @@
 #pragma once
 
 #include <algorithm>
-
 #include <chrono>
 #include <cstdint>
 #include <functional>
