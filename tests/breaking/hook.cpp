@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -37,6 +36,8 @@ void lent_notify(void *context, kvblob_op_t *op, kvblob_notify_event event)
     auto &h = *static_cast<Hooked *>(context);
     {
         std::lock_guard lock(h.ops_mu);
+        ++h.announcements;
+        h.announced.notify_all();
         auto it = h.ops.find(op);
         if (it == h.ops.end()) {  // admitted, but its put has not returned yet
             h.early.emplace_back(op, event);
@@ -460,15 +461,26 @@ bool Hooked::info(kvblob_op_t *op, OpInfo &out)
 
 bool Hooked::wait_final(kvblob_op_t *op)
 {
-    // Yields at first, then looks every 100 us: a mutant whose operation
-    // never ends (its check then times out, 30 s in the mutation campaign)
-    // spun a core for the whole timeout.
+    // Where the host lent notify, the reference announces each operation
+    // final (lent_notify), and this waits for the next announcement after
+    // each look: a mutant whose operation never ends (its check then times
+    // out, 30 s in the mutation campaign) spun a core with yields for the
+    // whole timeout. Without notify nothing announces, and it polls.
     uint32_t final = 0;
-    for (unsigned looks = 0; poll(op, &final) == KVBLOB_OK && !final; ++looks) {
-        if (looks < 1000) std::this_thread::yield();
-        else std::this_thread::sleep_for(std::chrono::microseconds(100));
+    for (;;) {
+        uint64_t seen = 0;
+        {
+            std::lock_guard lock(ops_mu);
+            seen = announcements;
+        }
+        if (poll(op, &final) != KVBLOB_OK || final) return final != 0;
+        if (!lent.notify) {
+            std::this_thread::yield();
+            continue;
+        }
+        std::unique_lock lock(ops_mu);
+        announced.wait(lock, [&] { return announcements != seen; });
     }
-    return final != 0;
 }
 
 kvblob_status Break::open(Hooked &h, const kvblob_open_args_t *args, kvblob_caps_t *caps, char *err, uint32_t cap)

@@ -24,6 +24,7 @@
 #include <kvblob/kvblob.h>
 
 #include <functional>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,10 @@ struct Hooked {
     std::mutex ops_mu;
     std::map<kvblob_op_t *, OpInfo> ops;
     std::vector<std::pair<kvblob_op_t *, kvblob_notify_event>> early;
+    // Every announcement the reference made, counted, and told to
+    // wait_final (under ops_mu).
+    uint64_t announcements = 0;
+    std::condition_variable announced;
     // The regions the host registered, as it described them.
     std::map<kvblob_region_t *, kvblob_region_desc_t> regions;
     // The options the host opened this driver with.
