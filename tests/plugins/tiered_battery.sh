@@ -24,7 +24,7 @@ top="--option tier.0.driver=memory --option tier.0.store=battery-$$"
 not_supported() { echo "$1" | sed -n 's/.* failed, [0-9]* skipped, \([0-9]*\) not supported,.*/\1/p' | tail -n 1; }
 case "$kind" in
 file)
-  root=$(mktemp -d -p "$(scratch_parent)")
+  root=$(mktemp -d -p "$(scratch_parent)") || { echo "tiered_battery.sh: no scratch folder in $(scratch_parent)"; exit 1; }
   trap 'rm -rf "$root"' EXIT
   trap 'exit 1' INT TERM
   out=$("$runner" --driver tiered $top --option tier.1.driver=file --option "tier.1.root=$root" "$@" 2>&1)
@@ -41,7 +41,7 @@ redis)
 file-redis)
   url=$1
   shift
-  root=$(mktemp -d -p "$(scratch_parent)")
+  root=$(mktemp -d -p "$(scratch_parent)") || { echo "tiered_battery.sh: no scratch folder in $(scratch_parent)"; exit 1; }
   trap 'rm -rf "$root"' EXIT
   trap 'exit 1' INT TERM
   out=$("$runner" --driver tiered $top --option tier.1.driver=file --option "tier.1.root=$root" \
