@@ -13,8 +13,9 @@ installed driver template, renamed mystore in its one place), with
 KVBLOB_REPO set to this checkout (git clones its HEAD commit). Two shims keep
 the machine as it is: apt-get (already compared above) only records its
 arguments, and DESTDIR sends the install into the scratch folder. Then the
-GitHub snippet's Conformance step, with and without an expectations file.
-Each run must leave a JUnit report.
+GitHub snippet's Conformance step, with and without an expectations file,
+on the checks that file names and one other (the GitLab script ran the
+same battery whole). Each run must leave a JUnit report.
 
 Then the rest of the guide, literally, on what that run installed and built
 (so a guide line that stops being true fails here): the programs the
@@ -279,7 +280,15 @@ try:
 
     follow_the_guide(vendor, prefix, env)
 
-    step = github.get("Conformance", "")
+    # The GitHub step's battery is the GitLab script's, which ran it whole
+    # above: here it runs the checks its expectations file names and one
+    # other, enough to show the step's exit status, its reports, and its
+    # expectations file read or left out.
+    step = re.sub(r"(kvblob-conformance --driver .*?--junit conformance\.xml)",
+                  r"\1 --filter 'scenario.*' --filter data.round-trip.one-row", github.get("Conformance", ""),
+                  flags=re.S)
+    if "--filter" not in step:
+        fail("the GitHub Conformance step has no kvblob-conformance line that ends with its JUnit report")
     for expectations in (None, "scenario.* NOT_SUPPORTED no staging hooks in this driver\n"):
         for f in ("conformance.xml", "conformance.jsonl", "conformance-expectations.txt"):
             if os.path.exists(os.path.join(vendor, f)):
@@ -292,8 +301,11 @@ try:
             fail(f"{what}: exit {rc}")
         if not os.path.exists(junit):
             fail(f"{what}: no JUnit report")
-        if expectations and "XFAIL" not in open(os.path.join(vendor, "conformance.jsonl")).read():
+        report = open(os.path.join(vendor, "conformance.jsonl")).read()
+        if expectations and "XFAIL" not in report:
             fail(f"{what}: the expectations file was not used")
+        if not expectations and "XFAIL" in report:
+            fail(f"{what}: an expectations file was used where none was written")
 finally:
     shutil.rmtree(scratch, ignore_errors=True)
 print("FAILED" if failures else "the CI snippets run as written")
