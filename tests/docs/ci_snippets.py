@@ -301,7 +301,8 @@ try:
             fail(f"{what}: exit {rc}")
         if not os.path.exists(junit):
             fail(f"{what}: no JUnit report")
-        report = open(os.path.join(vendor, "conformance.jsonl")).read()
+        jsonl = os.path.join(vendor, "conformance.jsonl")
+        report = open(jsonl).read() if os.path.exists(jsonl) else ""
         if expectations and "XFAIL" not in report:
             fail(f"{what}: the expectations file was not used")
         if not expectations and "XFAIL" in report:
