@@ -68,6 +68,13 @@ inline RowPairs row_pairs(const Context &c, kvblob_region_t *src, kvblob_region_
     return pairs;
 }
 
+// The bytes of a buffer at one moment, to compare with later.
+inline std::vector<uint8_t> snapshot(const GuardedBuffer &b) { return {b.data(), b.data() + b.size()}; }
+
+// A row result no driver writes: an array filled with it shows which
+// elements a driver left alone.
+inline constexpr int32_t unwritten = 0x7E7E;
+
 void add_data_checks(std::vector<Check> &out);
 void add_admission_checks(std::vector<Check> &out);
 void add_hints_checks(std::vector<Check> &out);

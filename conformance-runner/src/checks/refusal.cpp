@@ -9,9 +9,6 @@ namespace kvblob::conformance {
 
 namespace {
 
-// The bytes of a buffer at one moment, to compare with later.
-std::vector<uint8_t> snapshot(const GuardedBuffer &b) { return {b.data(), b.data() + b.size()}; }
-
 bool unchanged(const GuardedBuffer &b, const std::vector<uint8_t> &before)
 {
     return std::memcmp(b.data(), before.data(), before.size()) == 0;

@@ -24,8 +24,6 @@ constexpr uint64_t spans_reach = 4096;
 constexpr uint64_t object_reach = 1ull << 44;
 constexpr uint64_t in_flight_reach = 4096;
 
-std::vector<uint8_t> snapshot(const GuardedBuffer &b) { return {b.data(), b.data() + b.size()}; }
-
 // A buffer the refused calls may name, and its bytes before them.
 struct Watched {
     const GuardedBuffer *buffer;

@@ -9,8 +9,6 @@ namespace kvblob::conformance {
 
 namespace {
 
-constexpr int32_t unwritten = 0x7E7E;  // a value no driver writes: "left alone"
-
 // Results of rows [first, first + count), read into an array one element
 // longer, whose last element must be left alone.
 std::vector<kvblob_row_status_t> page(Driver &d, kvblob_op_t *op, uint64_t first, uint64_t count)

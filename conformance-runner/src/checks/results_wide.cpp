@@ -26,7 +26,6 @@ namespace {
 constexpr uint64_t wide_reach = 16384;  // the most rows this check puts in one operation
 constexpr uint64_t narrow = 1024;       // a driver must allow more than this many rows
 constexpr uint64_t size = 64;           // each row's bytes
-constexpr int32_t unwritten = 0x7E7E;   // a value no driver writes: "left alone"
 // The most rows of the full-width get and probe (size bytes of destination
 // each): a driver declaring more is read this wide, and the runner says so.
 constexpr uint64_t full_reach = uint64_t(1) << 20;

@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdio>
 
 #include "plugin_file.hpp"
+#include "plugin_pointers.hpp"
 
 namespace kvblob {
 
@@ -20,17 +20,6 @@ Library::~Library()
     // and the descriptor stays open so no later plugin is given that number.
     if (!loaded_under(descriptor_path(fd_))) ::close(fd_);
 }
-
-namespace {
-
-std::string hex(uintptr_t v)
-{
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%zx", static_cast<size_t>(v));
-    return buf;
-}
-
-}  // namespace
 
 std::string Library::outside_image(const void *p, size_t bytes) const
 {
@@ -63,7 +52,7 @@ std::string Library::outside_image(const void *p, size_t bytes) const
     Dl_info where{};
     std::string owner = "no loaded object";
     if (dladdr(p, &where) && where.dli_fname) owner = where.dli_fname;
-    return hex(s.begin) + " (" + std::to_string(bytes) + " bytes) does not lie inside one loaded segment of the "
+    return address_text(s.begin) + " (" + std::to_string(bytes) + " bytes) does not lie inside one loaded segment of the "
            "plugin's own image (the address belongs to " + owner + ")";
 }
 

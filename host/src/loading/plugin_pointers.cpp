@@ -13,14 +13,14 @@
 
 namespace kvblob {
 
-namespace {
-
-std::string hex(uintptr_t v)
+std::string address_text(uintptr_t address)
 {
     char text[24];
-    std::snprintf(text, sizeof text, "0x%jx", static_cast<uintmax_t>(v));
+    std::snprintf(text, sizeof text, "0x%jx", static_cast<uintmax_t>(address));
     return text;
 }
+
+namespace {
 
 // A pipe the kernel copies a probed byte into, drained as it goes.
 class Probe {
@@ -61,7 +61,7 @@ std::string unreadable_pages(Probe &probe, uintptr_t p, size_t n)
     for (uintptr_t at = p; at < end; at = (at / page + 1) * page) {
         const int r = probe.readable(at);
         if (r < 0) return "its memory could not be probed";
-        if (r == 0) return hex(at) + " is not readable memory";
+        if (r == 0) return address_text(at) + " is not readable memory";
     }
     return {};
 }
@@ -120,7 +120,7 @@ std::string not_code(const void *fn)
     Dl_info where{};
     const std::string owner =
         dladdr(fn, &where) && where.dli_fname ? std::string("data of ") + where.dli_fname : "no loaded object";
-    return hex(s.address) + " is not inside an executable segment of any loaded object (it lies in " + owner + ")";
+    return address_text(s.address) + " is not inside an executable segment of any loaded object (it lies in " + owner + ")";
 }
 
 }  // namespace kvblob

@@ -5,9 +5,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace kvblob {
+
+// An address as the loader's messages write it: 0x and lowercase hex.
+std::string address_text(uintptr_t address);
 
 // Empty when all of [p, p + bytes) can be read; otherwise why not, in words.
 // Never faults: one byte of each page is read by the kernel (a pipe write),
