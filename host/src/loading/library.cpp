@@ -52,8 +52,9 @@ std::string Library::outside_image(const void *p, size_t bytes) const
     Dl_info where{};
     std::string owner = "no loaded object";
     if (dladdr(p, &where) && where.dli_fname) owner = where.dli_fname;
-    return address_text(s.begin) + " (" + std::to_string(bytes) + " bytes) does not lie inside one loaded segment of the "
-           "plugin's own image (the address belongs to " + owner + ")";
+    return address_text(s.begin) + " (" + std::to_string(bytes) +
+           " bytes) does not lie inside one loaded segment of the plugin's own image (the address belongs to " + owner +
+           ")";
 }
 
 }  // namespace kvblob

@@ -120,7 +120,8 @@ std::string not_code(const void *fn)
     Dl_info where{};
     const std::string owner =
         dladdr(fn, &where) && where.dli_fname ? std::string("data of ") + where.dli_fname : "no loaded object";
-    return address_text(s.address) + " is not inside an executable segment of any loaded object (it lies in " + owner + ")";
+    return address_text(s.address) + " is not inside an executable segment of any loaded object (it lies in " +
+           owner + ")";
 }
 
 }  // namespace kvblob
