@@ -6,8 +6,12 @@
 # benchmark, and prints the figures. CI has no GPU; run this where one is.
 #
 #   scripts/gpu-check.sh [BUILD_DIR]     (default build-gpu)
+#   scripts/gpu-check.sh --help
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+esac
 build=${1:-build-gpu}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || {
   echo "gpu-check: no GPU visible (nvidia-smi failed)" >&2
