@@ -5,10 +5,11 @@
 #include "kvblob/support/driver_base.hpp"
 
 #include "call_scope.hpp"
+#include "kvblob/support/spin_pause.hpp"
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
+#include <mutex>
 
 namespace kvblob::support {
 
@@ -99,12 +100,42 @@ kvblob_status DriverBase::release(kvblob_op_t *handle)
     if (state != (Op::results_final | Op::access_ended)) return KVBLOB_E_BUSY;
     // Both bits are set, so every announcement of op has begun (each counts
     // itself in before setting its bit); wait out those still in the host's
-    // notify, which never blocks: no notify names op after this returns.
-    while (op.announcing.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    // notify: no notify names op after this returns.
+    if (op.announcing.load(std::memory_order_acquire) != 0) wait_announced(op);
     std::unique_ptr<Op> released = std::move(it->second);
     ops_.erase(it);
     keep_spare_op(std::move(released));
     return KVBLOB_OK;
+}
+
+// The announcer is mostly on another core and out of the host's notify
+// within microseconds: watched for that long. Otherwise it lost its core,
+// often to the very thread its notify woke, which is here: this thread
+// sleeps until the announcer is out. It never yields: on cores that busy
+// threads share, a yield may hand the core to one of them until the next
+// scheduler tick (counted under kvblob-bench --load: every sched_yield left
+// in a loaded run of the Mooncake driver came from the yield this replaced).
+void DriverBase::wait_announced(const Op &op)
+{
+    for (int i = 0; i < 256; ++i) {
+        if (op.announcing.load(std::memory_order_acquire) == 0) return;
+        spin_pause();
+    }
+    std::unique_lock lock(announced_mu_);
+    // Counted before the look, both sequentially consistent, as the
+    // announcer's count out and its look at this: one of the two sees the
+    // other's (announced).
+    releases_waiting_.fetch_add(1, std::memory_order_seq_cst);
+    announced_cv_.wait(lock, [&] { return op.announcing.load(std::memory_order_seq_cst) == 0; });
+    releases_waiting_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void DriverBase::announced(Op &op)
+{
+    op.announcing.fetch_sub(1, std::memory_order_seq_cst);  // op may be gone from here on
+    if (releases_waiting_.load(std::memory_order_seq_cst) == 0) return;
+    std::lock_guard lock(announced_mu_);
+    announced_cv_.notify_all();
 }
 
 // ---- executing drivers' helpers -------------------------------------------
@@ -142,7 +173,7 @@ uint32_t DriverBase::set_and_announce(Op &op, uint32_t bit, kvblob_notify_event 
     // After the state it announces is visible, and only by the call that set
     // the bit: each event once per operation.
     if (!(before & bit)) host_.notify(host_.context, &op, event);
-    op.announcing.fetch_sub(1, std::memory_order_release);  // op may be gone from here on
+    announced(op);  // op may be gone from here on
     return before;
 }
 

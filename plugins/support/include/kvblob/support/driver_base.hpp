@@ -283,6 +283,11 @@ private:
     // Sets bit in op's state and, for a notifying driver, announces event
     // after the bit is visible. Returns the state before.
     uint32_t set_and_announce(Op &op, uint32_t bit, kvblob_notify_event event);
+    // A release's wait for op's announcements still in the host's notify,
+    // and the announcer's count out of one (which wakes such a wait; it
+    // touches op only to count out).
+    void wait_announced(const Op &op);
+    void announced(Op &op);
     // Checks and copies row r of an operation being admitted (R-ADM-4..6).
     class RowKeySet;  // the keys of the operation being admitted (driver_base.cpp)
     kvblob_status admit_row(Op &op, const kvblob_row_t &row, uint64_t r, RowKeySet &keys,
@@ -316,6 +321,17 @@ private:
     std::atomic<uint64_t> in_flight_{0};
     std::mutex drain_mu_;
     std::condition_variable drain_cv_;
+    // Releases asleep until an announcement ends (wait_announced), and what
+    // wakes them: the driver's, as an announcer may not touch op once it
+    // counted itself out.
+    std::atomic<uint32_t> releases_waiting_{0};
+    std::mutex announced_mu_;
+    std::condition_variable announced_cv_;
+
+protected:
+    // How many releases sleep now until an announcement of their operation
+    // ends: what a test waits for before it lets the announcement end.
+    uint32_t releases_waiting() const { return releases_waiting_.load(); }
 };
 
 }  // namespace kvblob::support
