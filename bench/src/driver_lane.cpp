@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 #include "kvblob/host/batch.hpp"
 #include "kvblob/tools/fill_pattern.hpp"
@@ -29,8 +30,11 @@ void wait_settled(const Operation &op, WaitStyle style)
 class DriverLane : public Lane {
 public:
     DriverLane(Driver &d, const Point &p, unsigned lane, const DriverLaneSettings &s)
-        : d_(d), p_(p), lane_(lane), s_(s), buf_(p.size * p.batch, s.device_memory)
+        : d_(d), p_(p), lane_(lane), s_(s), buf_(p.size * p.batch, s.device_memory),
+          pause_(s.pauses_like ? s.pauses_like->typical_gap() : Clock::duration::zero())
     {
+        // The first lane of a point: the gaps recorded from here on are this point's.
+        if (s.placement && lane == 0) s.placement->new_point();
     }
 
     void prepare() override
@@ -74,21 +78,24 @@ public:
         return {};
     }
 
+    // The tiered driver's lanes time the work between their steps; the
+    // reference lane of a --tier point (pauses_like) then pauses so that
+    // its steps are as far apart as theirs were.
     void between() override
     {
-        if (p_.op != BenchOp::put) {
-            // A get READY from a lower tier promoted its row: out again.
-            if (s_.placement) s_.placement->restore(keys_.get());
-            return;
-        }
-        // Every timed put stores new objects: a put of a stored key would be
-        // READY without moving a byte (R-ROW-7).
-        // Where a remove cannot (a key still leased to a reader, say), the
-        // next put goes to new keys.
-        if (!d_.has(KVBLOB_CAP_REMOVE) || !remove_keys()) {
-            ++generation_;
-            build_batch();
-        }
+        const auto began = Clock::now();
+        between_steps();
+        const auto took = Clock::now() - began;
+        if (s_.placement) s_.placement->record_gap(took);
+        if (pause_ > took) std::this_thread::sleep_for(pause_ - took);
+    }
+
+    // What the report's method column says of a lane that paused.
+    std::string method() const override
+    {
+        if (pause_ <= Clock::duration::zero()) return {};
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(pause_).count();
+        return "steps " + std::to_string(us) + " us apart, as the tiered lanes'";
     }
 
     // Leaves the store as it found it, where the driver can remove.
@@ -101,6 +108,23 @@ public:
     }
 
 private:
+    void between_steps()
+    {
+        if (p_.op != BenchOp::put) {
+            // A get READY from a lower tier promoted its row: out again (a
+            // probe promotes nothing).
+            if (s_.placement && p_.op == BenchOp::get) s_.placement->restore(keys_.get());
+            return;
+        }
+        // Every timed put stores new objects: a put of a stored key would be
+        // READY without moving a byte (R-ROW-7).
+        // Where a remove cannot (a key still leased to a reader, say), the
+        // next put goes to new keys.
+        if (!d_.has(KVBLOB_CAP_REMOVE) || !remove_keys()) {
+            ++generation_;
+            build_batch();
+        }
+    }
     // Whether every key is gone (removed, or absent already).
     bool remove_keys()
     {
@@ -161,6 +185,7 @@ private:
     const unsigned lane_;
     const DriverLaneSettings s_;
     LaneMemory buf_;
+    const Clock::duration pause_;  // from one step's end to the next's start (pauses_like)
     Region region_;
     Batch batch_, keys_;
     uint64_t generation_ = 0;

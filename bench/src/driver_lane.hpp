@@ -22,6 +22,10 @@ struct DriverLaneSettings {
     // --tier (the tiered driver): where a get or probe point's rows are
     // left after the warm-up and after every timed step (tier_placement.hpp).
     const TierStores *placement = nullptr;
+    // The reference lane of a --tier point (tier_placement.hpp): its steps
+    // as far apart as the tiered driver's lanes' of the point were (their
+    // rows taken out of the upper tiers again, their puts removed).
+    const TierStores *pauses_like = nullptr;
 };
 
 std::unique_ptr<Lane> make_driver_lane(Driver &driver, const Point &point, unsigned lane,

@@ -1,5 +1,6 @@
 #include "tier_placement.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <stdexcept>
@@ -143,6 +144,28 @@ void TierStores::restore(const kvblob_batch_t &keys) const
     remove_above_bottom(keys);
 }
 
+void TierStores::new_point() const
+{
+    std::lock_guard lock(gaps_mu_);
+    gaps_.clear();
+}
+
+void TierStores::record_gap(std::chrono::steady_clock::duration gap) const
+{
+    std::lock_guard lock(gaps_mu_);
+    gaps_.push_back(gap);
+}
+
+std::chrono::steady_clock::duration TierStores::typical_gap() const
+{
+    std::lock_guard lock(gaps_mu_);
+    if (gaps_.empty()) return std::chrono::steady_clock::duration::zero();
+    std::vector<std::chrono::steady_clock::duration> sorted = gaps_;
+    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+    const auto median = sorted[sorted.size() / 2];
+    return median < std::chrono::microseconds(100) ? std::chrono::steady_clock::duration::zero() : median;
+}
+
 Baseline TierStores::reference(const DriverLaneSettings &lane) const
 {
     const size_t t = place_ == TierPlace::bottom ? tiers_.size() - 1 : 0;
@@ -150,6 +173,7 @@ Baseline TierStores::reference(const DriverLaneSettings &lane) const
     DriverLaneSettings settings = lane;
     settings.run_id += "/alone";
     settings.placement = nullptr;
+    settings.pauses_like = this;
     Baseline b;
     b.name = tiers_[t]->plugin->name() + " driver alone (tier " + std::to_string(t) + ")";
     b.supports = [driver](BenchOp op) { return op != BenchOp::probe || driver->has(KVBLOB_CAP_PROBE); };

@@ -26,6 +26,15 @@ for want in "top|memory driver alone (tier 0)" "bottom|file driver alone (tier 1
   echo "$out" | grep -qF "\"tier\":\"$place\"" || { echo "$out"; fail "--tier $place: no \"tier\" in the report"; }
   echo "$out" | grep -qF "\"baseline\":\"$baseline\"" || { echo "$out"; fail "--tier $place: baseline is not $baseline"; }
   echo "$out" | grep -q '"ratio_to_baseline":[0-9]' || { echo "$out"; fail "--tier $place: no ratio"; }
+  # bottom: the baseline's steps are as far apart as the tiered lanes'
+  # (each of theirs waits for its promotions, then takes them out again);
+  # top and promoted gets leave nothing to take out: no pause.
+  if [ "$place" = bottom ]; then
+    echo "$out" | grep -q '"method":"steps [1-9][0-9]* us apart' ||
+      { echo "$out"; fail "--tier bottom: the baseline's steps are not as far apart as the tiered lanes'"; }
+  elif echo "$out" | grep -q '"method":"steps'; then
+    echo "$out"; fail "--tier $place: the baseline paused where the tiered lanes take nothing out"
+  fi
   echo "--tier $place: placed, measured against the $baseline"
 done
 # Nothing left behind in the bottom tier (the lanes remove what they put).
