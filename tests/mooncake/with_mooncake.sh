@@ -14,6 +14,10 @@
 # scripts/build-mooncake). Without it, or without a complete build there, the
 # command does not run and this exits 77 (skipped), saying why.
 #
+# KVBLOB_MOONCAKE_MASTER_CPUS, when set, pins the master to those CPUs
+# (taskset -c LIST), so that the command can run on others
+# (scripts/perf-report's mooncake-pinned table).
+#
 # The command runs through sh -c with:
 #   KVBLOB_MOONCAKE_LIBRARY     the prefix's lib/libmooncake_store.so
 #   KVBLOB_MOONCAKE_LIBRARY_DIR the folder it lies in
@@ -69,6 +73,8 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # shellcheck source=../support/listener.sh
 . "$(dirname "$0")/../support/listener.sh"
 
+pin=()
+[ -n "${KVBLOB_MOONCAKE_MASTER_CPUS:-}" ] && pin=(taskset -c "$KVBLOB_MOONCAKE_MASTER_CPUS")
 started=0
 for attempt in $(seq 1 20); do
   rpc=$(port_to_try 3); http=$((rpc + 1)); metrics=$((rpc + 2))
@@ -76,7 +82,8 @@ for attempt in $(seq 1 20); do
   # The master's own RUNPATH names the build folder it was linked in, which
   # a prefix mounted or copied elsewhere lacks: its libasio.so is in the
   # prefix's lib/.
-  LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$master_bin" --rpc_address=127.0.0.1 --rpc_port="$rpc" \
+  LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ${pin[@]+"${pin[@]}"} "$master_bin" \
+    --rpc_address=127.0.0.1 --rpc_port="$rpc" \
     --enable_http_metadata_server=true --http_metadata_server_host=127.0.0.1 \
     --http_metadata_server_port="$http" --metrics_port="$metrics" --enable_metric_reporting=false \
     ${lease_flags[@]+"${lease_flags[@]}"} >"$work/master.$attempt.log" 2>&1 &
