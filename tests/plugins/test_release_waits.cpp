@@ -14,23 +14,12 @@
 #include <unordered_map>
 
 #include "kvblob/support/driver_base.hpp"
+#include "plugins/probe_caps.hpp"
 
 using kvblob::support::Op;
 using kvblob::support::OpKind;
 
 namespace {
-
-kvblob_caps_t probe_caps()
-{
-    kvblob_caps_t caps{};
-    caps.struct_size = sizeof caps;
-    caps.max_rows_per_op = 16;
-    caps.max_key_bytes = 64;
-    caps.max_object_bytes = 1 << 20;
-    caps.max_ops_in_flight = 16;
-    caps.flags = KVBLOB_CAP_PROBE;
-    return caps;
-}
 
 // The host's side: its notify of FINAL says it is inside, then waits for
 // the gate, then records whether the release had returned by then.

@@ -16,6 +16,7 @@
 
 #include "kvblob/support/queued_driver.hpp"
 #include "kvblob/support/row_share.hpp"
+#include "plugins/probe_caps.hpp"
 
 using namespace std::chrono_literals;
 using kvblob::support::Op;
@@ -23,23 +24,11 @@ using kvblob::support::OpKind;
 
 namespace {
 
-kvblob_caps_t gate_caps()
-{
-    kvblob_caps_t caps{};
-    caps.struct_size = sizeof caps;
-    caps.max_rows_per_op = 16;
-    caps.max_key_bytes = 64;
-    caps.max_object_bytes = 1 << 20;
-    caps.max_ops_in_flight = 1024;
-    caps.flags = KVBLOB_CAP_PROBE;
-    return caps;
-}
-
 // Every row READY; a row whose key is "gate" waits inside the thread that
 // runs it until the test opens the gate. Records the thread each key ran on.
 class GateDriver : public kvblob::support::QueuedDriver {
 public:
-    explicit GateDriver(bool waiter_runs) : QueuedDriver(gate_caps(), nullptr) { start_workers(1, waiter_runs); }
+    explicit GateDriver(bool waiter_runs) : QueuedDriver(probe_caps(), nullptr) { start_workers(1, waiter_runs); }
     ~GateDriver() override { stop(); }
 
     void wait_inside_gate()
