@@ -16,15 +16,25 @@ namespace kvblob::support {
 // ---- admission ------------------------------------------------------------
 
 // The keys of the operation being admitted, to find one that repeats: open
-// addressing over the indices of its rows, whose keys it compares. One
-// table per operation, where a std::unordered_set allocated a node per key.
+// addressing over the indices of its rows, whose keys it compares, where a
+// std::unordered_set allocated a node per key. The slots are the admitting
+// thread's, kept from one operation to the next (an allocation per submit
+// was a tenth of a small get's admission); a set lives only while its
+// operation's rows are admitted, never across a call into another driver.
 class DriverBase::RowKeySet {
 public:
     explicit RowKeySet(const RowList &rows) : rows_(rows)
     {
         size_t want = 16;
         while (want < 2 * rows.size()) want <<= 1;
-        slots_.assign(want, 0);
+        if (want > kept_slots) {
+            own_.assign(want, 0);
+            slots_ = own_.data();
+        } else {
+            thread_local std::vector<uint64_t> kept(kept_slots);
+            std::fill_n(kept.data(), want, 0);
+            slots_ = kept.data();
+        }
         mask_ = want - 1;
     }
     // False when an earlier row has row r's key.
@@ -43,13 +53,15 @@ public:
     }
 
 private:
+    static constexpr size_t kept_slots = 4096;  // a larger operation's set has its own
     const RowList &rows_;
-    std::vector<uint64_t> slots_;  // 0: empty; else row + 1
+    std::vector<uint64_t> own_;
+    uint64_t *slots_ = nullptr;  // 0: empty; else row + 1
     size_t mask_ = 0;
 };
 
 std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanList &spans,
-                                    std::vector<Region *> &regions, uint64_t &total)
+                                    std::vector<Region *> &regions, uint64_t &total, LastRegion &last)
 {
     // Words are put together only for a refusal: this runs for every row.
     const auto where = [r] { return "row " + std::to_string(r); };
@@ -61,9 +73,12 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanLis
         const auto &span = row.spans[s];
         const auto what = [&] { return where() + " span " + std::to_string(s); };
         if (span.struct_size < sizeof(kvblob_span_t)) return "[R-ADM-6] " + what() + " has a bad struct_size";
-        auto it = regions_.find(span.region);
-        if (it == regions_.end()) return "[R-ADM-6] " + what() + " names a region that is not registered";
-        Region &region = *it->second;
+        if (!last.region || span.region != last.handle) {
+            auto it = regions_.find(span.region);
+            if (it == regions_.end()) return "[R-ADM-6] " + what() + " names a region that is not registered";
+            last = {span.region, it->second.get()};
+        }
+        Region &region = *last.region;
         if (span.length == 0) return "[R-ADM-6] " + what() + " has zero length";
         if (span.offset > region.size || span.length > region.size - span.offset)
             return "[R-ADM-6] " + what() + " [" + std::to_string(span.offset) + ", +" + std::to_string(span.length) +
@@ -71,7 +86,9 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanLis
         spans.push_back(
             {region.base + span.offset, span.length, region.kind == KVBLOB_MEMORY_DEVICE, region.device_ordinal});
         total += span.length;
-        if (std::find(regions.begin(), regions.end(), &region) == regions.end()) regions.push_back(&region);
+        if ((regions.empty() || regions.back() != &region) &&
+            std::find(regions.begin(), regions.end(), &region) == regions.end())
+            regions.push_back(&region);
     }
     if (total > caps_.max_object_bytes)
         return "[R-ADM-5] " + where() + " is " + std::to_string(total) + " bytes, over the object limit of " +
@@ -79,8 +96,8 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanLis
     return {};
 }
 
-kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
-                                    RowKeySet &keys, std::string &why)
+kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r, RowKeySet &keys, LastRegion &last,
+                                    std::string &why)
 {
     const auto where = [r] { return "row " + std::to_string(r); };  // only for a refusal
     if (row.struct_size < sizeof(kvblob_row_t))
@@ -97,7 +114,7 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
     if (!keys.insert(r))
         return refused(why, KVBLOB_E_REJECTED, "[R-ADM-4] " + where() + " repeats a key of this operation");
     if (op.kind == OpKind::put || op.kind == OpKind::get) {
-        if (auto problem = check_spans(row, r, dst.spans, op.regions, dst.total); !problem.empty())
+        if (auto problem = check_spans(row, r, dst.spans, op.regions, dst.total, last); !problem.empty())
             return refused(why, KVBLOB_E_REJECTED, std::move(problem));
     } else if (row.span_count != 0) {
         return refused(why, KVBLOB_E_REJECTED, "[R-ADM-5] " + where() + ": probe and remove rows carry no spans");
@@ -129,12 +146,15 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
         op->hint.assign(bytes, batch->hint->size);
     }
 
-    RowKeySet keys(op->rows);
     std::shared_lock lock(regions_mu_);
-    uint64_t r = 0;
-    kvblob_status refusal = KVBLOB_OK;
-    for (; r < batch->row_count && refusal == KVBLOB_OK; ++r) refusal = admit_row(*op, batch->rows[r], r, keys, why);
-    if (refusal != KVBLOB_OK) return refusal;
+    {
+        RowKeySet keys(op->rows);
+        LastRegion last;
+        kvblob_status refusal = KVBLOB_OK;
+        for (uint64_t r = 0; r < batch->row_count && refusal == KVBLOB_OK; ++r)
+            refusal = admit_row(*op, batch->rows[r], r, keys, last, why);
+        if (refusal != KVBLOB_OK) return refusal;
+    }
     if (in_flight_.load() >= caps_.max_ops_in_flight)
         return refused(why, KVBLOB_E_REJECTED,
                        "too many operations in flight (limit " + std::to_string(caps_.max_ops_in_flight) + ")");

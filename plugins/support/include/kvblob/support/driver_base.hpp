@@ -290,10 +290,16 @@ private:
     void announced(Op &op);
     // Checks and copies row r of an operation being admitted (R-ADM-4..6).
     class RowKeySet;  // the keys of the operation being admitted (driver_base.cpp)
-    kvblob_status admit_row(Op &op, const kvblob_row_t &row, uint64_t r, RowKeySet &keys,
+    // The region the last span admitted named: most spans of a batch name
+    // the one before's, whose record is then not looked up again.
+    struct LastRegion {
+        const kvblob_region_t *handle = nullptr;
+        Region *region = nullptr;
+    };
+    kvblob_status admit_row(Op &op, const kvblob_row_t &row, uint64_t r, RowKeySet &keys, LastRegion &last,
                             std::string &why);
     std::string check_spans(const kvblob_row_t &row, uint64_t row_index, SpanList &spans,
-                            std::vector<Region *> &regions, uint64_t &total);
+                            std::vector<Region *> &regions, uint64_t &total, LastRegion &last);
 
     kvblob_caps_t caps_;
     kvblob_host_services_t host_{};
