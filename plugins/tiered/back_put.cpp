@@ -74,7 +74,7 @@ void TieredDriver::queue_stored(TieredOp &op, const std::vector<size_t> &rows, s
             block.rows.push_back({row.key, block.reserved, row.total});
             block.reserved += row.total;
             answers[i] = {KVBLOB_ROW_READY, 0, {}, false};
-            stored.push_back({&row.key, row.total});
+            stored.push_back({&row.key, row.key_hash, row.total});
             continue;
         }
         write_back_->unreserve(row.total);

@@ -43,18 +43,37 @@ bool settled_op(const kvblob::Operation &tier_op)
 
 }  // namespace
 
+void GetFlow::reset()
+{
+    tier = 0;
+    current.reset();
+    rows.clear();
+    asking.clear();
+    refused.clear();
+    asked.clear();
+    claimed = worker_waiting = handed_off = false;
+    plan = Block();
+    from.clear();
+    used.clear();
+}
+
 bool TieredDriver::start_get(TieredOp &op)
 {
     if (keys_staged_.load()) return false;  // hold_back's rows: run() sorts them
-    std::vector<size_t> rows;
+    // The last get's flow where only its submitting thread ever touched it
+    // (that get ended within the watch, and op was released and used
+    // again since): none else holds it.
+    std::shared_ptr<GetFlow> flow = std::move(op.spare_flow);
+    if (flow && !flow->handed_off) flow->reset();
+    else flow = std::make_shared<GetFlow>();
+    op.spare_flow = flow;  // set now: op may be gone once the flow is claimed
     for (size_t i = 0; i < op.rows.size(); ++i)
-        if (begin_row(op, i)) rows.push_back(i);
-    if (rows.empty()) return false;  // every row CANCELLED already: run() ends it
-    auto flow = std::make_shared<GetFlow>();
-    flow->rows = rows;
+        if (begin_row(op, i)) flow->rows.push_back(i);
+    if (flow->rows.empty()) return false;  // every row CANCELLED already: run() ends it
     {
         std::lock_guard lock(flow->mu);
-        submit_step(op, *flow, 0, std::move(rows));
+        flow->asking = flow->rows;
+        submit_step(op, *flow, 0, std::move(flow->asking));
         // As far as the tiers go within the watch: a tier operation not
         // final on return is watched for a while (its polls run the tier's
         // rows here, where the tier lets them), and where the top tier
@@ -66,6 +85,7 @@ bool TieredDriver::start_get(TieredOp &op)
         const auto until = std::chrono::steady_clock::now() + settings_.submit_watch;
         while (!flow->claimed && (settled(*flow) || watch_until(*flow->current, until))) step(op, *flow);
         if (flow->claimed && flow->plan.rows.empty()) return true;
+        flow->handed_off = true;  // to a poll of op and the worker, or to the worker alone
         if (!flow->claimed) {
             op.flow = flow;
             op.queued.store(true);  // so that a poll of op looks (DriverBase::poll, run_queued)
@@ -106,7 +126,9 @@ void TieredDriver::step(TieredOp &op, GetFlow &flow)
 {
     std::vector<TierAnswer> got = std::move(flow.refused);
     if (flow.current) {
-        collect(op, flow.tier, *flow.current, got, flow.tier + 1 == tiers_.size());
+        const std::vector<kvblob::RowStatus> results = flow.current->results();
+        if (flow.tier == 0 && end_from_top(op, flow, results)) return;
+        collect(op, flow.tier, *flow.current, results, got, flow.tier + 1 == tiers_.size());
         {
             std::lock_guard lock(op.mu);
             op.cancellable.clear();
@@ -121,6 +143,27 @@ void TieredDriver::step(TieredOp &op, GetFlow &flow)
     }
     flow.claimed = true;
     flow.plan = end_get(op, flow.rows, std::move(flow.asked), flow.from);  // op may be gone from here on
+}
+
+bool TieredDriver::end_from_top(TieredOp &op, GetFlow &flow, const std::vector<kvblob::RowStatus> &results)
+{
+    const auto ready = [](const kvblob::RowStatus &r) { return r.result == KVBLOB_ROW_READY; };
+    if (!std::all_of(results.begin(), results.end(), ready)) return false;
+    // A tier that keeps the caller's memory for good: end_get marks op so.
+    if (flow.current->access() != KVBLOB_ACCESS_ENDED) return false;
+    {
+        std::lock_guard lock(op.mu);
+        op.cancellable.clear();
+    }
+    flow.current.reset();  // released before op's access ends
+    flow.used.clear();
+    for (size_t i : flow.rows) flow.used.push_back({&op.rows[i].key, op.rows[i].key_hash, op.rows[i].total});
+    drop(recency_.touch(flow.used, !write_back_));
+    for (size_t i : flow.rows) set_row(op, i, KVBLOB_ROW_READY, 0, {});
+    flow.claimed = true;
+    end_access(op);
+    finish(op);  // the last touch
+    return true;
 }
 
 void TieredDriver::wait_flow(TieredOp &op, const std::shared_ptr<GetFlow> &flow)
@@ -207,7 +250,7 @@ Block TieredDriver::end_get(TieredOp &op, const std::vector<size_t> &all,
             if (a.result == KVBLOB_ROW_READY) {
                 answers[i] = {KVBLOB_ROW_READY, 0, t == 0 ? std::string() : "from " + tiers_[t].label()};
                 ready_tier[i] = static_cast<int>(t);
-                if (t == 0) used.push_back({&op.rows[i].key, op.rows[i].total});
+                if (t == 0) used.push_back({&op.rows[i].key, op.rows[i].key_hash, op.rows[i].total});
                 continue;
             }
             if (a.result == KVBLOB_ROW_CANCELLED) {

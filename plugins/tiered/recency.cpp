@@ -1,24 +1,31 @@
 #include "recency.hpp"
 
+#include <kvblob/support/key_hash.hpp>
+
 namespace kvblob::tiered {
 
 std::vector<std::string> Recency::hold(const std::vector<Use> &uses, bool below)
 {
     std::lock_guard lock(mu_);
-    for (const Use &u : uses) hold_one(*u.key, u.bytes, below);
+    for (const Use &u : uses) hold_one(u, below);
     return trim();
 }
 
 std::vector<std::string> Recency::touch(const std::vector<Use> &uses, bool below_unknown)
 {
     std::lock_guard lock(mu_);
-    for (const Use &u : uses) touch_one(*u.key, u.bytes, below_unknown);
+    for (const Use &u : uses) touch_one(u, below_unknown);
     return trim();
 }
 
-void Recency::hold_one(const std::string &key, uint64_t bytes, bool below)
+size_t Recency::KeyHash::operator()(const std::string &key) const noexcept { return support::key_hash(key); }
+
+void Recency::hold_one(const Use &use, bool below)
 {
-    auto [it, added] = entries_.try_emplace(key);
+    const uint64_t bytes = use.bytes;
+    auto it = entries_.find(Hashed{*use.key, use.hash});
+    const bool added = it == entries_.end();
+    if (added) it = entries_.try_emplace(*use.key).first;
     Entry &e = it->second;
     if (added) {
         e.key = &it->first;
@@ -34,10 +41,10 @@ void Recency::hold_one(const std::string &key, uint64_t bytes, bool below)
     bytes_ += bytes;
 }
 
-void Recency::touch_one(const std::string &key, uint64_t bytes, bool below_unknown)
+void Recency::touch_one(const Use &use, bool below_unknown)
 {
-    auto it = entries_.find(key);
-    if (it == entries_.end()) return hold_one(key, bytes, below_unknown);
+    auto it = entries_.find(Hashed{*use.key, use.hash});
+    if (it == entries_.end()) return hold_one(use, below_unknown);
     unlink(it->second);
     link_newest(it->second);
 }

@@ -26,8 +26,15 @@ public:
     // until the next build; null when a span's region is not registered
     // with the tier.
     const kvblob_batch_t *build(const support::Op &op, const std::vector<size_t> &rows, const Mapping &mapped);
+    // An empty mapping for the next build, kept with the arrays.
+    Mapping &mapping()
+    {
+        mapped_.clear();
+        return mapped_;
+    }
 
 private:
+    Mapping mapped_;
     std::vector<kvblob_row_t> rows_;
     std::vector<kvblob_span_t> spans_;
     kvblob_hint_t hint_{};

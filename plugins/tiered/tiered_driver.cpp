@@ -2,6 +2,7 @@
 
 #include <kvblob/host/batch.hpp>
 #include <kvblob/support/access_bound.hpp>
+#include <kvblob/support/key_hash.hpp>
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
@@ -526,7 +527,7 @@ std::optional<kvblob::Operation> TieredDriver::submit_to(TieredOp &op, size_t t,
     Tier &tier = tiers_[t];
     out.clear();  // sized by a refusal here, or by collect
     // The tier's registration of each region the operation names.
-    std::vector<std::pair<const support::Region *, kvblob_region_t *>> mapped;
+    TierBatch::Mapping &mapped = op.tier_batch.mapping();
     {
         std::lock_guard lock(regions_mu_);
         for (const support::Region *r : op.regions) {
@@ -554,8 +555,14 @@ std::optional<kvblob::Operation> TieredDriver::submit_to(TieredOp &op, size_t t,
 void TieredDriver::collect(TieredOp &op, size_t t, const kvblob::Operation &tier_op, std::vector<TierAnswer> &out,
                            bool miss_messages)
 {
+    collect(op, t, tier_op, tier_op.results(), out, miss_messages);
+}
+
+void TieredDriver::collect(TieredOp &op, size_t t, const kvblob::Operation &tier_op,
+                           const std::vector<kvblob::RowStatus> &results, std::vector<TierAnswer> &out,
+                           bool miss_messages)
+{
     Tier &tier = tiers_[t];
-    const auto results = tier_op.results();
     out.assign(results.size(), {});
     for (size_t k = 0; k < out.size(); ++k) {
         out[k].result = results[k].result;
@@ -694,7 +701,8 @@ void TieredDriver::promote(Block &copy, std::vector<int> &from)
             if (put[k].result != KVBLOB_ROW_READY)
                 log(KVBLOB_LOG_DEBUG, "promotion skipped: " + put[k].message);
             else if (u == 0)
-                promoted.push_back({&copy.rows[rows[k]].key, copy.rows[rows[k]].length});
+                promoted.push_back({&copy.rows[rows[k]].key, support::key_hash(copy.rows[rows[k]].key),
+                                    copy.rows[rows[k]].length});
         }
         if (!promoted.empty()) drop(recency_.hold(promoted, true));
     }
@@ -726,7 +734,7 @@ void TieredDriver::write_through(TieredOp &op, const std::vector<size_t> &all, s
         std::vector<Recency::Use> held;
         for (size_t k = 0; k < rows.size(); ++k) {
             const auto r = cached[k].result;
-            if (r == KVBLOB_ROW_READY && t == 0) held.push_back({&op.rows[rows[k]].key, op.rows[rows[k]].total});
+            if (r == KVBLOB_ROW_READY && t == 0) held.push_back({&op.rows[rows[k]].key, op.rows[rows[k]].key_hash, op.rows[rows[k]].total});
             if (r == KVBLOB_ROW_READY || r == KVBLOB_ROW_DECLINED) continue;
             log(KVBLOB_LOG_WARN, "a put stored below was not cached: " + cached[k].message);
         }
