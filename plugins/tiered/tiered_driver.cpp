@@ -648,7 +648,7 @@ Block TieredDriver::plan_promoted(TieredOp &op, const std::vector<size_t> &all, 
 
 void TieredDriver::read_promoted(Block &copy, std::vector<int> &from)
 {
-    copy.bytes.resize(std::max<uint64_t>(copy.reserved, 1));
+    copy.bytes = copy_buffers_.take(std::max<uint64_t>(copy.reserved, 1));
     std::vector<bool> read(copy.rows.size(), false);
     for (size_t t = 1; t < tiers_.size(); ++t) {
         std::vector<size_t> rows;
@@ -706,6 +706,10 @@ void TieredDriver::promote(Block &copy, std::vector<int> &from)
         }
         if (!promoted.empty()) drop(recency_.hold(promoted, true));
     }
+    // Every tier's access to the copy ended (ask_own), or a tier kept it
+    // for good and it is no longer copy's.
+    if (!copy.bytes.empty()) copy_buffers_.give_back(std::move(copy.bytes));
+    copy.bytes = Bytes();
     promoting_bytes_.fetch_sub(copy.reserved);
 }
 
@@ -877,7 +881,7 @@ std::vector<bool> TieredDriver::write_below(Block &block)
     // evicted, and a remove or a scenario staged below waits until it is
     // written, so the top tier holds it (a store shared with another
     // driver that removed it fails the row, logged and counted).
-    block.bytes.resize(std::max<uint64_t>(block.reserved, 1));
+    block.bytes = copy_buffers_.take(std::max<uint64_t>(block.reserved, 1));
     const auto read = ask_own(0, kvblob::OpKind::get, block, all);
     for (size_t k : all) {
         if (read[k].result == KVBLOB_ROW_READY) rows.push_back(k);
@@ -907,6 +911,9 @@ std::vector<bool> TieredDriver::write_below(Block &block)
             log(KVBLOB_LOG_WARN, "write=back: a row stored below was not cached: " + cached[k].message);
         }
     }
+    // As promote's copy: only where no tier kept it for good.
+    if (!block.bytes.empty()) copy_buffers_.give_back(std::move(block.bytes));
+    block.bytes = Bytes();
     return stored;
 }
 

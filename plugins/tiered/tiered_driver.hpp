@@ -16,6 +16,7 @@
 #include <kvblob/support/driver_base.hpp>
 #include <kvblob/support/work_queue.hpp>
 
+#include "copy_buffers.hpp"
 #include "recency.hpp"
 #include "tier_batch.hpp"
 #include "write_back.hpp"
@@ -336,6 +337,9 @@ private:
     // Bytes of promotion copies held now (plan_promoted), at most
     // promote_buffer_bytes.
     std::atomic<uint64_t> promoting_bytes_{0};
+    // The memory of promotions' and write=back blocks' copies, kept for
+    // the next (as much as the promotion buffer holds, idle).
+    CopyBuffers copy_buffers_{promote_buffer_bytes};
     // Gets whose promotions have not ended yet, counted before the get is
     // final, so a drain that saw it final waits for them too.
     std::mutex promotions_mu_;
