@@ -1,11 +1,19 @@
 #include "write_back.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 namespace kvblob::tiered {
 
 WriteBack::WriteBack(uint64_t limit, uint64_t row_limit, Writer writer)
     : limit_(limit), row_limit_(row_limit), writer_(std::move(writer))
 {
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] {
+        // Best effort: where the system refuses, the writer runs as the
+        // engine's threads do.
+        (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), writer_niceness);
+        loop();
+    });
 }
 
 size_t WriteBack::reserve_some(const std::vector<uint64_t> &sizes, const std::atomic<bool> &stop,

@@ -6,6 +6,11 @@
 // root, a Redis driver on the same server).
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <algorithm>
+#include <iterator>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -326,6 +331,40 @@ TEST_CASE("tiered: write=back puts are READY from the top tier, and drain writes
         REQUIRE(bytes.size() == 4096);
         CHECK(std::equal(bytes.begin(), bytes.end(), src.bytes.begin() + r * 4096));
     }
+}
+
+// The nice values of this process's threads (Linux: /proc/self/task/*/stat,
+// field 19).
+std::vector<int> thread_niceness()
+{
+    std::vector<int> out;
+    for (const auto &task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream in(task.path() / "stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto end_of_name = stat.rfind(')');
+        if (end_of_name == std::string::npos) continue;
+        std::istringstream fields(stat.substr(end_of_name + 2));  // from field 3, the state
+        std::string field;
+        for (int f = 3; f <= 19 && fields >> field; ++f)
+            if (f == 19) out.push_back(std::stoi(field));
+    }
+    return out;
+}
+
+TEST_CASE("tiered: the write=back writer runs below the engine's priority")
+{
+    const auto niceness_10 = [] {
+        const auto all = thread_niceness();
+        return std::count(all.begin(), all.end(), 10);
+    };
+    const auto before = niceness_10();
+    TempDir root("kvblob-tiered");
+    DriverHarness tiered("tiered", memory_over_file(unique_store("tiered-nice"), root.path(), {{"write", "back"}}));
+    auto src = tiered.buffer(4096);
+    CHECK(tiered.one(OpKind::put, "nice/0", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
+    // Written below: the writer has run, and set its priority first.
+    REQUIRE(tiered.driver().drain(std::chrono::seconds(120)) == KVBLOB_OK);
+    CHECK(niceness_10() == before + 1);
 }
 
 TEST_CASE("tiered: write=back rows still queued at close are written below before it returns")
