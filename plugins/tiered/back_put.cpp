@@ -25,8 +25,8 @@ bool TieredDriver::start_back_put(TieredOp &op)
     // Rows begun here stay begun: run() goes on with them.
     if (rows.empty() || !write_back_->try_reserve(sizes)) return false;
     {
-        std::vector<const std::string *> keys;
-        for (size_t i : rows) keys.push_back(&op.rows[i].key);
+        std::vector<uint64_t> keys;
+        for (size_t i : rows) keys.push_back(op.rows[i].key_hash);
         std::shared_lock lock(evict_mu_);
         write_back_->claim(keys);
     }
@@ -78,7 +78,7 @@ void TieredDriver::queue_stored(TieredOp &op, const std::vector<size_t> &rows, s
             continue;
         }
         write_back_->unreserve(row.total);
-        write_back_->unclaim(row.key);
+        write_back_->unclaim(row.key_hash);
         if (top[k].result == KVBLOB_ROW_DECLINED && !top[k].refused) declined.push_back(i);
         else answers[i] = std::move(top[k]);
     }

@@ -23,9 +23,7 @@ size_t Recency::KeyHash::operator()(const std::string &key) const noexcept { ret
 void Recency::hold_one(const Use &use, bool below)
 {
     const uint64_t bytes = use.bytes;
-    auto it = entries_.find(Hashed{*use.key, use.hash});
-    const bool added = it == entries_.end();
-    if (added) it = entries_.try_emplace(*use.key).first;
+    auto [it, added] = entries_.try_emplace(*use.key);
     Entry &e = it->second;
     if (added) {
         e.key = &it->first;

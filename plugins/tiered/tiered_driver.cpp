@@ -860,8 +860,8 @@ void TieredDriver::back_chunk(TieredOp &op, const std::vector<size_t> &admitted,
                               std::vector<size_t> &through)
 {
     {
-        std::vector<const std::string *> keys;
-        for (size_t i : admitted) keys.push_back(&op.rows[i].key);
+        std::vector<uint64_t> keys;
+        for (size_t i : admitted) keys.push_back(op.rows[i].key_hash);
         std::shared_lock lock(evict_mu_);
         write_back_->claim(keys);
     }

@@ -1,5 +1,7 @@
 #include "write_back.hpp"
 
+#include <kvblob/support/key_hash.hpp>
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -71,17 +73,17 @@ void WriteBack::unreserve(uint64_t bytes)
     done_cv_.notify_all();
 }
 
-void WriteBack::claim(const std::vector<const std::string *> &keys)
+void WriteBack::claim(const std::vector<uint64_t> &key_hashes)
 {
     std::lock_guard lock(mu_);
-    for (const std::string *k : keys) ++pending_[*k];
+    for (uint64_t h : key_hashes) ++pending_[h];
 }
 
-void WriteBack::unclaim(const std::string &key)
+void WriteBack::unclaim(uint64_t key_hash)
 {
     {
         std::lock_guard lock(mu_);
-        auto it = pending_.find(key);
+        auto it = pending_.find(key_hash);
         if (it != pending_.end() && --it->second == 0) pending_.erase(it);
     }
     done_cv_.notify_all();
@@ -118,15 +120,17 @@ void WriteBack::release()
 bool WriteBack::pending(const std::string &key) const
 {
     std::lock_guard lock(mu_);
-    return pending_.count(key) != 0;
+    return pending_.count(support::key_hash(key)) != 0;
 }
 
 void WriteBack::settle(const std::vector<std::string> &keys)
 {
+    std::vector<uint64_t> hashes;
+    for (const auto &k : keys) hashes.push_back(support::key_hash(k));
     std::unique_lock lock(mu_);
     done_cv_.wait(lock, [&] {
-        for (const auto &k : keys)
-            if (pending_.count(k)) return false;
+        for (uint64_t h : hashes)
+            if (pending_.count(h)) return false;
         return true;
     });
 }
@@ -176,10 +180,12 @@ void WriteBack::loop()
         } catch (...) {
             stored.assign(block.rows.size(), false);  // the writer logged what it could
         }
+        std::vector<uint64_t> hashes;
+        for (const Block::Row &row : block.rows) hashes.push_back(support::key_hash(row.key));
         lock.lock();
         for (size_t i = 0; i < block.rows.size(); ++i) {
             (i < stored.size() && stored[i] ? written_ : failed_)++;
-            auto it = pending_.find(block.rows[i].key);
+            auto it = pending_.find(hashes[i]);
             if (it != pending_.end() && --it->second == 0) pending_.erase(it);
         }
         used_ -= block.reserved;
