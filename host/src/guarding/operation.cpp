@@ -66,16 +66,26 @@ kvblob_status Operation::release()
 bool Operation::is_final() const { return owned("is_final").is_final(handle_); }
 kvblob_access Operation::access() const { return owned("access").access(handle_); }
 
+bool Operation::settled() const { return is_final() && access() != KVBLOB_ACCESS_OPEN; }
+
+// Settled already (a driver that finished inside its submit, or a poll that
+// ran the rows itself): answered before the clock is read. Each read is a
+// call of its own, and a settled wait was mostly clock.
 bool Operation::wait(std::chrono::milliseconds timeout) const
 {
     DriverCore &core = owned("wait");
-    const auto settled = [&] { return is_final() && access() != KVBLOB_ACCESS_OPEN; };
-    // Settled already (a driver that finished inside its submit, or a poll
-    // that ran the rows itself): answered before the clock is read. Each
-    // read is a call of its own, and a settled wait was mostly clock.
-    if (settled()) return true;
+    return settled() || wait_settled(core, std::chrono::steady_clock::now() + timeout);
+}
+
+bool Operation::wait_until(std::chrono::steady_clock::time_point deadline) const
+{
+    DriverCore &core = owned("wait_until");
+    return settled() || wait_settled(core, deadline);
+}
+
+bool Operation::wait_settled(DriverCore &core, std::chrono::steady_clock::time_point deadline) const
+{
     const auto start = std::chrono::steady_clock::now();
-    const auto deadline = start + timeout;
     if (core.notifies()) {
         // Every operation of the driver announces through one generation:
         // the watch is the wait's, once, and a round woken by another
@@ -98,12 +108,15 @@ bool Operation::wait(std::chrono::milliseconds timeout) const
             slept |= core.notifier().wait_past(seen, deadline, watch_end);
         }
     }
-    // Polled: watched first, then looked at after sleeps that double.
-    if (watch(deadline, settled)) return true;
+    // Polled: watched first, then looked at after sleeps that double, none
+    // past the deadline.
+    const auto settled_now = [this] { return settled(); };
+    if (watch(deadline, settled_now)) return true;
     auto pause = std::chrono::microseconds(1);
     while (!settled()) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(pause);
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline) return false;
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
         pause = std::min(pause * 2, std::chrono::microseconds(1000));
     }
     return true;

@@ -71,6 +71,10 @@ public:
     // operation (then confirms through poll and access); with any other
     // driver between polls.
     bool wait(std::chrono::milliseconds timeout) const;
+    // The same, up to a point in time: for a wait shorter than a
+    // millisecond (a driver that watches an operation of a tier of its own
+    // for a few hundred microseconds, then leaves it to a worker).
+    bool wait_until(std::chrono::steady_clock::time_point deadline) const;
     // The driver's completion descriptor (Driver::completion_fd), for an
     // event loop that waits for this operation; -1 when the driver does
     // not notify or this object holds no operation.
@@ -98,6 +102,11 @@ private:
     // The core to ask about handle_; throws CallError naming member when
     // this object holds no handle.
     DriverCore &owned(const char *member) const;
+    // Final, and access no longer open (a poll: the driver may run the
+    // operation's work in this thread).
+    bool settled() const;
+    // wait's and wait_until's wait, once not settled at the first look.
+    bool wait_settled(DriverCore &core, std::chrono::steady_clock::time_point deadline) const;
     std::shared_ptr<DriverCore> core_;
     kvblob_op_t *handle_ = nullptr;
     uint64_t rows_ = 0;
