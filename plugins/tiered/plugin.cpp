@@ -30,8 +30,8 @@ constexpr std::array own_options{
           "used objects held below are evicted first. 0: no budget, evict only when the top tier DECLINES."),
     integer("submit_watch_us", "200",
             "Microseconds the submit of a get (or of a write=back put) watches a tier's operation that was not "
-            "final on return (its polls run the tier's rows in the submitting thread, where the tier lets waiters "
-            "run them) before a worker of this driver waits for it instead; 0: hand it to a worker at once."),
+            "final on return, once the submitting thread ran what rows of it the tier lets waiters run, before a "
+            "worker of this driver waits for it instead; 0: hand it to a worker at once."),
     integer("lru_keys", "1048576",
             "Keys of the top tier whose recency this driver records, at most (its memory for the record); past "
             "it the least recently used is evicted, or, where none is held below, no longer recorded."),
