@@ -35,7 +35,7 @@ bool TieredDriver::start_back_put(TieredOp &op)
     std::vector<TierAnswer> top;
     auto tier_op = std::make_shared<std::optional<kvblob::Operation>>(submit_to(op, 0, kvblob::OpKind::put, rows, top));
     auto &held = *tier_op;
-    if (!held || watch_until(*held, std::chrono::steady_clock::now() + settings_.submit_watch)) {
+    if (!held || watch_for(*held, settings_.submit_watch)) {
         if (held) collect(op, 0, *held, top);
         held.reset();
         end_back_put(op, std::move(rows), std::move(top));

@@ -85,9 +85,7 @@ bool TieredDriver::start_get(TieredOp &op)
         // still running on the tier's workers to this driver's worker, one
         // wake more before the caller's.
         while (!flow->claimed) {
-            if (!settled(*flow) &&
-                !watch_until(*flow->current, std::chrono::steady_clock::now() + settings_.submit_watch))
-                break;
+            if (!settled(*flow) && !watch_for(*flow->current, settings_.submit_watch)) break;
             step(op, *flow);
         }
         if (flow->claimed && flow->plan.rows.empty()) return true;
@@ -114,14 +112,15 @@ void TieredDriver::submit_step(TieredOp &op, GetFlow &flow, size_t t, std::vecto
     if (op.cancel_requested.load()) flow.current->cancel();
 }
 
-bool TieredDriver::watch_until(const kvblob::Operation &tier_op, std::chrono::steady_clock::time_point until)
+bool TieredDriver::watch_for(const kvblob::Operation &tier_op, std::chrono::microseconds watch)
 {
     // The host's wait: it watches the tier's announcements rather than
     // asking the tier again and again, and sleeps once the tier's
     // operations have lately taken long, leaving the core to the tier's
     // worker (measured: kvblob-bench --tier top, 4 KiB x 32 gets, 8.5-8.8 us
-    // against 8.6-9.3 with a poll every 16 pauses).
-    return tier_op.wait_until(until);
+    // against 8.6-9.3 with a poll every 16 pauses). Its deadline is set
+    // after the first poll, which may run rows for a while.
+    return settled_op(tier_op) || tier_op.wait_until(std::chrono::steady_clock::now() + watch);
 }
 
 bool TieredDriver::settled(const GetFlow &flow)

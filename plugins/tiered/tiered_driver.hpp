@@ -194,13 +194,14 @@ private:
     // A get's tiers asked from the submitting thread (GetFlow): false when
     // the get is left to run() whole (a key staged below). A tier
     // operation not final on return is watched for up to submit_watch
-    // (watch_until polls it, which runs the tier's rows here where the tier
+    // (watch_for polls it, which runs the tier's rows here where the tier
     // lets waiters run them) before the get's worker is woken to wait for it.
     bool start_get(TieredOp &op);
-    // Whether tier_op is final with its access no longer open, waiting
-    // for it up to `until` (Operation::wait_until: its polls run the tier's
-    // rows in this thread, where the tier lets waiters run them).
-    static bool watch_until(const kvblob::Operation &tier_op, std::chrono::steady_clock::time_point until);
+    // Whether tier_op is final with its access no longer open: a poll
+    // (which runs the tier's rows in this thread, where the tier lets
+    // waiters run them), then a wait of up to `watch` from its end
+    // (Operation::wait_until).
+    static bool watch_for(const kvblob::Operation &tier_op, std::chrono::microseconds watch);
     // Submits rows to tier t as the flow's step (flow.mu held).
     void submit_step(TieredOp &op, GetFlow &flow, size_t t, std::vector<size_t> rows);
     // Whether the flow's tier operation is final with access no longer
@@ -226,7 +227,7 @@ private:
     // ---- write=back puts from the submitting thread (back_put.cpp) ----
     // Where the queue has room for every row at once and no key is staged:
     // the top tier's put submitted here, and, where it is done within the
-    // watch (watch_until), the put ended here; false when it is left to
+    // watch (watch_for), the put ended here; false when it is left to
     // run() whole.
     bool start_back_put(TieredOp &op);
     // The top tier's answers (in rows' order, room reserved and keys
