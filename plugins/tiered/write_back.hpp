@@ -71,9 +71,9 @@ struct Block {
 // The writer's nice value (Linux: per thread). It writes below what is
 // READY already, so the engine's own threads come first on a busy machine:
 // woken at the end of a put, at the engine's priority it took the core the
-// put's caller still needed (measured: kvblob-bench --tier top --option
-// write=back, 2 vCPUs, a 4 KiB put of 32 rows 60-70 us at nice 0, 28-32 us
-// at 10). It is never starved: the queue's limit makes puts wait for it.
+// put's caller still needed (a scheduler trace of kvblob-bench --tier top
+// --option write=back on 2 vCPUs showed it preempting the caller). It is
+// never starved: the queue's limit makes puts wait for it.
 inline constexpr int writer_niceness = 10;
 
 class WriteBack {

@@ -51,7 +51,8 @@ uint64_t hash_seed()
 uint64_t key_hash(const uint8_t *p, uint64_t n)
 {
     constexpr uint64_t k1 = 0xBF58476D1CE4E5B9ull, k2 = 0x94D049BB133111EBull, k3 = 0x9E3779B97F4A7C15ull;
-    uint64_t a = hash_seed() ^ n, b = (hash_seed() ^ k3) * k1;
+    const uint64_t seed = hash_seed();
+    uint64_t a = seed ^ n, b = (seed ^ k3) * k1;
     for (; n >= 16; n -= 16, p += 16) {
         uint64_t w0, w1;
         std::memcpy(&w0, p, 8);

@@ -18,9 +18,9 @@ namespace kvblob::support {
 // The keys of the operation being admitted, to find one that repeats: open
 // addressing over the indices of its rows, whose keys it compares, where a
 // std::unordered_set allocated a node per key. The slots are the admitting
-// thread's, kept from one operation to the next (an allocation per submit
-// was a tenth of a small get's admission); a set lives only while its
-// operation's rows are admitted, never across a call into another driver.
+// thread's, kept from one operation to the next (not an allocation and a
+// free on every operation's path); a set lives only while its operation's
+// rows are admitted, never across a call into another driver.
 class DriverBase::RowKeySet {
 public:
     explicit RowKeySet(const RowList &rows) : rows_(rows)
