@@ -738,7 +738,8 @@ void TieredDriver::write_through(TieredOp &op, const std::vector<size_t> &all, s
         std::vector<Recency::Use> held;
         for (size_t k = 0; k < rows.size(); ++k) {
             const auto r = cached[k].result;
-            if (r == KVBLOB_ROW_READY && t == 0) held.push_back({&op.rows[rows[k]].key, op.rows[rows[k]].key_hash, op.rows[rows[k]].total});
+            const support::Row &row = op.rows[rows[k]];
+            if (r == KVBLOB_ROW_READY && t == 0) held.push_back({&row.key, row.key_hash, row.total});
             if (r == KVBLOB_ROW_READY || r == KVBLOB_ROW_DECLINED) continue;
             log(KVBLOB_LOG_WARN, "a put stored below was not cached: " + cached[k].message);
         }

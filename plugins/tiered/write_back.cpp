@@ -5,6 +5,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+
 namespace kvblob::tiered {
 
 WriteBack::WriteBack(uint64_t limit, uint64_t row_limit, Writer writer)
@@ -13,7 +16,10 @@ WriteBack::WriteBack(uint64_t limit, uint64_t row_limit, Writer writer)
     thread_ = std::thread([this] {
         // Best effort: where the system refuses, the writer runs as the
         // engine's threads do.
-        (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), writer_niceness);
+        const auto self = static_cast<id_t>(gettid());
+        errno = 0;
+        const int niceness = getpriority(PRIO_PROCESS, self);
+        if (errno == 0) (void)setpriority(PRIO_PROCESS, self, std::min(niceness + writer_nicer_by, 19));
         loop();
     });
 }

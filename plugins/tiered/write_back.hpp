@@ -68,13 +68,15 @@ struct Block {
     std::vector<Row> rows;
 };
 
-// The writer's nice value (Linux: per thread). It writes below what is
-// READY already, so the engine's own threads come first on a busy machine:
+// How much nicer than the engine's threads the writer runs (Linux: nice is
+// per thread; the writer adds this to the niceness it was created with, up
+// to 19, the lowest). It writes below what is READY already, so the
+// engine's own threads come first on a busy machine:
 // woken at the end of a put, at the engine's priority it took the core the
 // put's caller still needed (a scheduler trace of kvblob-bench --tier top
 // --option write=back on 2 vCPUs showed it preempting the caller). It is
 // never starved: the queue's limit makes puts wait for it.
-inline constexpr int writer_niceness = 10;
+inline constexpr int writer_nicer_by = 10;
 
 class WriteBack {
 public:
