@@ -120,44 +120,6 @@ TEST_CASE("work queue: a job queued while the watching worker runs another wakes
     }
 }
 
-// Whether, within limit, a worker watches the queue or every worker
-// sleeps, as the queue says; then whether one watches.
-bool watches_again(const WorkQueue &q, unsigned workers, std::chrono::seconds limit)
-{
-    const auto until = std::chrono::steady_clock::now() + limit;
-    while (!q.watching() && q.sleeping() != workers) {
-        if (std::chrono::steady_clock::now() >= until) return false;
-        std::this_thread::yield();
-    }
-    return q.watching();
-}
-
-TEST_CASE("work queue: a watching worker whose job a waiter took back watches on, so the next push wakes nobody")
-{
-    // A long watch: here only a job ends it, or stop.
-    WorkQueue q;
-    q.start(2, std::chrono::seconds(30));
-    // Started: one worker watches, the other sleeps.
-    const auto until = std::chrono::steady_clock::now() + 30s;
-    while (!(q.watching() && q.sleeping() == 1) && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-    REQUIRE(q.watching());
-    REQUIRE(q.sleeping() == 1);
-    DoneCount done;
-    for (uint64_t round = 1; round <= 200; ++round) {
-        CAPTURE(round);
-        const int tag = 0;
-        q.push([&] { done.one(); }, &tag);
-        // Taken back and run here, or already taken by the watcher.
-        (void)q.run_queued(&tag);
-        REQUIRE(done.reaches(round, 30s));
-        // The watcher that saw the job watches again, whoever ran it: it
-        // does not join the sleeper (whom the next push would then wake).
-        REQUIRE(watches_again(q, 2, 30s));
-        CHECK(q.sleeping() == 1);
-    }
-    q.stop();  // ends the watch at once
-}
-
 TEST_CASE("work queue: stop runs every job already queued")
 {
     DoneCount done;

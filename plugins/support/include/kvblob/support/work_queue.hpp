@@ -61,8 +61,6 @@ public:
     // Workers asleep now, past their watch (for tests: the queue's own
     // signal that a push must wake one).
     unsigned sleeping() const { return sleepers_.load(std::memory_order_seq_cst); }
-    // Whether a worker watches the queue now (for tests, as sleeping()).
-    bool watching() const { return watching_.load(std::memory_order_seq_cst); }
 
     // tag: what run_queued(tag) takes this job by (nullptr: never taken).
     void push(Job job, const void *tag = nullptr)
@@ -108,7 +106,6 @@ public:
             std::lock_guard lock(mu_);
             stopping_ = true;
         }
-        stop_watching_.store(true, std::memory_order_relaxed);  // a watch ends now, not at its end
         cv_.notify_all();
         for (auto &t : threads_)
             if (t.joinable()) t.join();
@@ -119,20 +116,10 @@ private:
     void loop()
     {
         for (;;) {
-            const bool saw_job = watch();
+            watch();
             Job job;
             {
-                // A watcher that saw a job never queues on the lock, nor
-                // sleeps because a waiter took that job back first
-                // (run_queued): it watches again. Sleeping there left no
-                // worker watching, and the next push paid a wake (counted,
-                // kvblob-bench --driver tiered --tier top, 4 KiB gets whose
-                // caller runs them: a third of the pushes); queuing on the
-                // lock behind that waiter cost it a wake instead.
-                std::unique_lock lock(mu_, std::defer_lock);
-                if (saw_job && !lock.try_lock()) continue;
-                if (!saw_job) lock.lock();
-                if (saw_job && jobs_.empty() && !stopping_) continue;
+                std::unique_lock lock(mu_);
                 if (jobs_.empty() && !stopping_) {
                     sleepers_.fetch_add(1, std::memory_order_seq_cst);
                     cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
@@ -147,27 +134,24 @@ private:
         }
     }
 
-    // Returns when a job is queued (true), or after watch_, or at once while
-    // another worker watches or when the pool has no watch (false). Looks
-    // at the clock every 64 pauses.
+    // Returns when a job is queued, or after watch_, or at once while
+    // another worker watches or when the pool has no watch. Looks at the clock every 64 pauses.
     // Never yields: on a busy machine the fair scheduler gives a yielding
     // thread's core to a busy thread for up to a scheduler tick (4 ms),
     // where a sleeper that is woken runs at once (host/src/guarding/
     // watch.hpp says the same of the host's waits).
-    bool watch()
+    void watch()
     {
-        if (watch_.count() == 0 || watching_.exchange(true, std::memory_order_acquire)) return false;
+        if (watch_.count() == 0 || watching_.exchange(true, std::memory_order_acquire)) return;
         using Clock = std::chrono::steady_clock;
         const auto until = Clock::now() + watch_;
-        bool saw_job = false;
-        while (!saw_job && Clock::now() < until && !stop_watching_.load(std::memory_order_relaxed)) {
+        while (Clock::now() < until) {
             for (int i = 0; i < 64 && queued_.load(std::memory_order_relaxed) == 0; ++i) {
                 spin_pause();
             }
-            saw_job = queued_.load(std::memory_order_relaxed) != 0;
+            if (queued_.load(std::memory_order_relaxed) != 0) break;
         }
         watching_.store(false, std::memory_order_seq_cst);
-        return saw_job;
     }
 
     std::mutex mu_;
@@ -180,7 +164,6 @@ private:
     std::atomic<size_t> queued_{0};    // jobs_.size(), for watch() to read without the lock
     std::atomic<unsigned> sleepers_{0};  // workers asleep on cv_
     std::atomic<bool> watching_{false};  // a worker is in watch()
-    std::atomic<bool> stop_watching_{false};  // set by stop()
     bool stopping_ = false;
     std::chrono::microseconds watch_ = watch_before_sleep;  // set before the workers start
     std::vector<std::thread> threads_;
