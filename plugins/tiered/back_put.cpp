@@ -71,7 +71,7 @@ void TieredDriver::queue_stored(TieredOp &op, const std::vector<size_t> &rows, s
         const size_t i = rows[k];
         const support::Row &row = op.rows[i];
         if (top[k].result == KVBLOB_ROW_READY) {
-            block.rows.push_back({row.key, block.reserved, row.total});
+            block.rows.push_back({row.key, block.reserved, row.total, row.key_hash});
             block.reserved += row.total;
             answers[i] = {KVBLOB_ROW_READY, 0, {}, false};
             stored.push_back({&row.key, row.key_hash, row.total});

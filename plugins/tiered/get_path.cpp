@@ -85,7 +85,9 @@ bool TieredDriver::start_get(TieredOp &op)
         // still running on the tier's workers to this driver's worker, one
         // wake more before the caller's.
         while (!flow->claimed) {
-            if (!settled(*flow) && !watch_for(*flow->current, settings_.submit_watch)) break;
+            // A tier that refused the get has nothing to watch; watch_for's
+            // first poll is settled()'s.
+            if (flow->current && !watch_for(*flow->current, settings_.submit_watch)) break;
             step(op, *flow);
         }
         if (flow->claimed && flow->plan.rows.empty()) return true;

@@ -2,7 +2,6 @@
 
 #include <kvblob/host/batch.hpp>
 #include <kvblob/support/access_bound.hpp>
-#include <kvblob/support/key_hash.hpp>
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
@@ -639,7 +638,7 @@ Block TieredDriver::plan_promoted(TieredOp &op, const std::vector<size_t> &all, 
                                       std::to_string(promote_buffer_bytes) + " bytes) is full");
             continue;
         }
-        copy.rows.push_back({op.rows[i].key, copy.reserved, n});
+        copy.rows.push_back({op.rows[i].key, copy.reserved, n, op.rows[i].key_hash});
         copy.reserved += n;
         from.push_back(ready_tier[i]);
     }
@@ -701,8 +700,7 @@ void TieredDriver::promote(Block &copy, std::vector<int> &from)
             if (put[k].result != KVBLOB_ROW_READY)
                 log(KVBLOB_LOG_DEBUG, "promotion skipped: " + put[k].message);
             else if (u == 0)
-                promoted.push_back({&copy.rows[rows[k]].key, support::key_hash(copy.rows[rows[k]].key),
-                                    copy.rows[rows[k]].length});
+                promoted.push_back({&copy.rows[rows[k]].key, copy.rows[rows[k]].key_hash, copy.rows[rows[k]].length});
         }
         if (!promoted.empty()) drop(recency_.hold(promoted, true));
     }

@@ -186,12 +186,10 @@ void WriteBack::loop()
         } catch (...) {
             stored.assign(block.rows.size(), false);  // the writer logged what it could
         }
-        std::vector<uint64_t> hashes;
-        for (const Block::Row &row : block.rows) hashes.push_back(support::key_hash(row.key));
         lock.lock();
         for (size_t i = 0; i < block.rows.size(); ++i) {
             (i < stored.size() && stored[i] ? written_ : failed_)++;
-            auto it = pending_.find(hashes[i]);
+            auto it = pending_.find(block.rows[i].key_hash);
             if (it != pending_.end() && --it->second == 0) pending_.erase(it);
         }
         used_ -= block.reserved;

@@ -62,6 +62,7 @@ struct Block {
     struct Row {
         std::string key;
         uint64_t offset = 0, length = 0;
+        uint64_t key_hash = 0;  // support::key_hash(key), as admission gave it
     };
     Bytes bytes;             // once filled, never empty: a region has a positive size
     uint64_t reserved = 0;   // the rows' bytes, reserved in the queue or the promotion buffer
