@@ -223,7 +223,7 @@ FileDriver::FileDriver(const kvblob_caps_t &caps, const kvblob_host_services_t *
     // fsync, where a row waits for the disk (poll never blocks) and puts
     // are grouped for one journal commit (run_puts), nor with direct's
     // staging buffer, one per worker thread.
-    start_workers(workers, settings_.waiter_runs && !settings_.direct && settings_.sync == Sync::none);
+    start_workers("kvblob-file", workers, settings_.waiter_runs && !settings_.direct && settings_.sync == Sync::none);
 }
 
 FileDriver::~FileDriver()

@@ -1,5 +1,7 @@
 #include "access_timer.hpp"
 
+#include <kvblob/support/thread_name.hpp>
+
 #include <utility>
 
 namespace kvblob::memory {
@@ -10,7 +12,10 @@ void AccessTimer::at(Clock::time_point when, std::function<void()> end)
         std::lock_guard lock(mu_);
         if (!stopping_) {
             due_.emplace(when, std::move(end));
-            if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+            if (!thread_.joinable()) {
+                thread_ = std::thread([this] { loop(); });
+                support::name_thread(thread_, "kvblob-timer");
+            }
             cv_.notify_one();
             return;
         }

@@ -51,7 +51,7 @@ MemoryDriver::MemoryDriver(const kvblob_caps_t &caps, const kvblob_host_services
     : DriverBase(caps, host), store_(std::move(store)), mode_(mode), access_delay_(access_delay),
       waiter_runs_(waiter_runs)
 {
-    if (mode_ == Mode::background) workers_.start(workers);
+    if (mode_ == Mode::background) workers_.start(workers, support::WorkQueue::watch_before_sleep, "kvblob-memory");
 }
 
 MemoryDriver::~MemoryDriver()

@@ -75,7 +75,7 @@ MooncakeDriver::MooncakeDriver(const kvblob_caps_t &caps, const kvblob_host_serv
     : QueuedDriver(caps, host), library_(std::move(library)), api_(library_->api()), store_(store),
       replicas_(replicas), prefix_(std::move(prefix)), lease_wait_(lease_wait), own_leases_(lease_ttl)
 {
-    start_workers(workers);
+    start_workers("kvblob-mooncake", workers);
 }
 
 MooncakeDriver::~MooncakeDriver()

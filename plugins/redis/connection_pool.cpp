@@ -1,5 +1,7 @@
 #include "connection_pool.hpp"
 
+#include <kvblob/support/thread_name.hpp>
+
 #include <cstring>
 
 namespace kvblob::redis {
@@ -138,7 +140,10 @@ void ConnectionPool::mark_down(const Endpoint &node, const std::string &why)
             n.open -= static_cast<unsigned>(n.idle.size());
             n.idle.clear();
         }
-        if (!prober_.joinable() && !stopping_) prober_ = std::thread([this] { probe_down_nodes(); });
+        if (!prober_.joinable() && !stopping_) {
+            prober_ = std::thread([this] { probe_down_nodes(); });
+            support::name_thread(prober_, "kvblob-prober");
+        }
     }
     freed_.notify_all();  // waiters for a connection to it fail at once
     probe_wake_.notify_all();

@@ -239,7 +239,7 @@ RedisDriver::RedisDriver(const kvblob_caps_t &caps, const kvblob_host_services_t
     // operation's answer (and about to submit the next) needed: where
     // other work shares the cores, puts of 32 rows of 4 KiB took 3 to 4
     // times as long (docs/performance.md, Redis driver).
-    start_workers(workers, false, std::chrono::microseconds(0));
+    start_workers("kvblob-redis", workers, false, std::chrono::microseconds(0));
 }
 
 RedisDriver::~RedisDriver()

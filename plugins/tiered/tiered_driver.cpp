@@ -277,7 +277,7 @@ TieredDriver::TieredDriver(const kvblob_caps_t &caps, const kvblob_host_services
     if (settings_.write_back)
         write_back_ = std::make_unique<WriteBack>(settings_.write_back_queue_bytes, settings_.write_back_queue_rows,
                                                   [this](Block &block) { return write_below(block); });
-    workers_.start(settings_.workers);
+    workers_.start(settings_.workers, support::WorkQueue::watch_before_sleep, "kvblob-tiered");
 }
 
 TieredDriver::~TieredDriver()

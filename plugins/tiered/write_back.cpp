@@ -1,6 +1,7 @@
 #include "write_back.hpp"
 
 #include <kvblob/support/key_hash.hpp>
+#include <kvblob/support/thread_name.hpp>
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@ WriteBack::WriteBack(uint64_t limit, uint64_t row_limit, Writer writer)
         if (errno == 0) (void)setpriority(PRIO_PROCESS, self, std::min(niceness + writer_nicer_by, 19));
         loop();
     });
+    support::name_thread(thread_, "kvblob-writer");
 }
 
 size_t WriteBack::reserve_some(const std::vector<uint64_t> &sizes, const std::atomic<bool> &stop,

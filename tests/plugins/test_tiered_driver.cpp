@@ -21,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "plugins/driver_harness.hpp"
@@ -337,20 +338,21 @@ TEST_CASE("tiered: write=back puts are READY from the top tier, and drain writes
 
 namespace {
 
-// The nice values of this process's threads (Linux: /proc/self/task/*/stat,
-// field 19).
-std::vector<int> thread_niceness()
+// The names and nice values of this process's threads (Linux:
+// /proc/self/task/*/stat, the name in field 2, niceness in field 19).
+std::vector<std::pair<std::string, int>> thread_niceness()
 {
-    std::vector<int> out;
+    std::vector<std::pair<std::string, int>> out;
     for (const auto &task : std::filesystem::directory_iterator("/proc/self/task")) {
         std::ifstream in(task.path() / "stat");
         std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto start_of_name = stat.find('(');
         const auto end_of_name = stat.rfind(')');
-        if (end_of_name == std::string::npos) continue;
+        if (start_of_name == std::string::npos || end_of_name == std::string::npos) continue;
         std::istringstream fields(stat.substr(end_of_name + 2));  // from field 3, the state
         std::string field;
         for (int f = 3; f <= 19 && fields >> field; ++f)
-            if (f == 19) out.push_back(std::stoi(field));
+            if (f == 19) out.emplace_back(stat.substr(start_of_name + 1, end_of_name - start_of_name - 1), std::stoi(field));
     }
     return out;
 }
@@ -366,9 +368,10 @@ TEST_CASE("tiered: the write=back writer runs below the engine's priority")
         MESSAGE("skipped: this test runs at niceness 19 already, as low as the writer can go");
         return;
     }
+    // The writer names its thread kvblob-writer (plugins/tiered/write_back.cpp).
     const auto at_writers = [writer] {
         const auto all = thread_niceness();
-        return std::count(all.begin(), all.end(), writer);
+        return std::count(all.begin(), all.end(), std::pair<std::string, int>("kvblob-writer", writer));
     };
     const auto before = at_writers();
     TempDir root("kvblob-tiered");

@@ -28,7 +28,7 @@ namespace {
 // runs it until the test opens the gate. Records the thread each key ran on.
 class GateDriver : public kvblob::support::QueuedDriver {
 public:
-    explicit GateDriver(bool waiter_runs) : QueuedDriver(probe_caps(), nullptr) { start_workers(1, waiter_runs); }
+    explicit GateDriver(bool waiter_runs) : QueuedDriver(probe_caps(), nullptr) { start_workers("test-gate", 1, waiter_runs); }
     ~GateDriver() override { stop(); }
 
     void wait_inside_gate()
@@ -136,7 +136,7 @@ kvblob_caps_t held_caps()
 // sharing) on whichever thread calls it.
 class HeldDriver : public kvblob::support::QueuedDriver {
 public:
-    HeldDriver() : QueuedDriver(held_caps(), nullptr) { start_workers(1, true); }
+    HeldDriver() : QueuedDriver(held_caps(), nullptr) { start_workers("test-held", 1, true); }
     ~HeldDriver() override { stop(); }
     std::atomic<int> row_runs{0};
     using DriverBase::can_close;

@@ -1,13 +1,17 @@
 // The worker pool behind the bundled drivers' background modes
 // (plugins/support/include/kvblob/support/work_queue.hpp): every job runs
 // once, whether its worker was watching the queue or asleep; a job queued
-// while the watching worker is busy wakes another; stop finishes the queue.
+// while the watching worker is busy wakes another; stop finishes the queue;
+// workers carry the pool's thread name.
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -56,6 +60,24 @@ bool all_asleep(const WorkQueue &q, unsigned workers, std::chrono::seconds limit
 }
 
 }  // namespace
+
+TEST_CASE("work queue: its workers carry the pool's thread name, cut to Linux's 15 bytes")
+{
+    const auto named = [](const std::string &name) {
+        unsigned n = 0;
+        for (const auto &task : std::filesystem::directory_iterator("/proc/self/task")) {
+            std::ifstream comm(task.path() / "comm");
+            std::string line;
+            if (std::getline(comm, line) && line == name) ++n;
+        }
+        return n;
+    };
+    WorkQueue q;
+    q.start(3, WorkQueue::watch_before_sleep, "kvblob-test-pool-named");
+    CHECK(named("kvblob-test-poo") == 3);  // the first 15 bytes
+    q.stop();
+    CHECK(named("kvblob-test-poo") == 0);
+}
 
 TEST_CASE("work queue: each job runs once, pushed while its worker watches or after it fell asleep")
 {

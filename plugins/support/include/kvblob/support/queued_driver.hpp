@@ -53,11 +53,12 @@ protected:
     // rows are independent bounded local work; never one that waits on a
     // network round trip, since poll never blocks. watch: how long a
     // worker out of jobs watches the queue before it sleeps (WorkQueue).
-    void start_workers(unsigned threads, bool waiters_run = false,
+    // name: the workers' thread name ("kvblob-" and the driver's name).
+    void start_workers(const std::string &name, unsigned threads, bool waiters_run = false,
                        std::chrono::microseconds watch = WorkQueue::watch_before_sleep)
     {
         waiters_run_ = waiters_run;
-        workers_.start(threads, watch);
+        workers_.start(threads, watch, name);
     }
     void start(Op &op) override
     {

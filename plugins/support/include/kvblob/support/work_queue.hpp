@@ -32,10 +32,12 @@
 #include <functional>
 #include <iterator>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "spin_pause.hpp"
+#include "thread_name.hpp"
 
 namespace kvblob::support {
 
@@ -51,11 +53,12 @@ public:
     WorkQueue &operator=(const WorkQueue &) = delete;
 
     // watch: how long a worker out of jobs watches before it sleeps (0:
-    // it sleeps at once).
-    void start(unsigned threads, std::chrono::microseconds watch = watch_before_sleep)
+    // it sleeps at once). name: the workers' thread name (name_thread).
+    void start(unsigned threads, std::chrono::microseconds watch = watch_before_sleep,
+               const std::string &name = "kvblob-worker")
     {
         watch_ = watch;
-        for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
+        for (unsigned i = 0; i < threads; ++i) name_thread(threads_.emplace_back([this] { loop(); }), name);
     }
     bool running() const { return !threads_.empty(); }
     // Workers asleep now, past their watch (for tests: the queue's own
