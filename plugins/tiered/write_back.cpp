@@ -26,6 +26,23 @@ WriteBack::WriteBack(uint64_t limit, uint64_t row_limit, Writer writer)
     support::name_thread(thread_, "kvblob-writer");
 }
 
+struct WriteBack::Hurry {
+    WriteBack &w;
+    explicit Hurry(WriteBack &wb) : w(wb)
+    {
+        ++w.hurrying_;
+        w.work_cv_.notify_one();
+    }
+    ~Hurry() { --w.hurrying_; }
+    Hurry(const Hurry &) = delete;
+    Hurry &operator=(const Hurry &) = delete;
+};
+
+void WriteBack::wake_if_needed()
+{
+    if (ready() && (writer_sleeps_ || hurrying_ != 0)) work_cv_.notify_one();
+}
+
 size_t WriteBack::reserve_some(const std::vector<uint64_t> &sizes, const std::atomic<bool> &stop,
                                const std::function<void()> &waiting)
 {
@@ -39,7 +56,11 @@ size_t WriteBack::reserve_some(const std::vector<uint64_t> &sizes, const std::at
     }
     // The writer frees room as it writes (it never waits for a put); a
     // cancel sets stop, then interrupt() takes mu_ and wakes this wait.
-    done_cv_.wait(lock, [&] { return stop.load() || fits(sizes[0]); });
+    const auto done = [&] { return stop.load() || fits(sizes[0]); };
+    if (!done()) {
+        Hurry hurry(*this);
+        done_cv_.wait(lock, done);
+    }
     if (stop.load()) return 0;
     size_t n = 0;
     while (n < sizes.size() && sizes[n] <= limit_ && fits(sizes[n])) {
@@ -99,15 +120,9 @@ void WriteBack::unclaim(uint64_t key_hash)
 
 void WriteBack::push(Block block)
 {
-    bool held;
-    {
-        std::lock_guard lock(mu_);
-        queue_.push_back(std::move(block));
-        held = holds_ != 0;
-    }
-    // A held writer waits for the last release, which wakes it: waking it
-    // now would only put it back to sleep, on a core the put still needs.
-    if (!held) work_cv_.notify_one();
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(block));
+    wake_if_needed();  // a held writer is not ready: the last release looks
 }
 
 void WriteBack::hold()
@@ -118,11 +133,9 @@ void WriteBack::hold()
 
 void WriteBack::release()
 {
-    {
-        std::lock_guard lock(mu_);
-        --holds_;
-    }
-    work_cv_.notify_one();
+    std::lock_guard lock(mu_);
+    --holds_;
+    wake_if_needed();
 }
 
 bool WriteBack::pending(const std::string &key) const
@@ -135,18 +148,24 @@ void WriteBack::settle(const std::vector<std::string> &keys)
 {
     std::vector<uint64_t> hashes;
     for (const auto &k : keys) hashes.push_back(support::key_hash(k));
-    std::unique_lock lock(mu_);
-    done_cv_.wait(lock, [&] {
+    const auto settled = [&] {
         for (uint64_t h : hashes)
             if (pending_.count(h)) return false;
         return true;
-    });
+    };
+    std::unique_lock lock(mu_);
+    if (settled()) return;
+    Hurry hurry(*this);
+    done_cv_.wait(lock, settled);
 }
 
 bool WriteBack::wait_empty(std::chrono::steady_clock::time_point deadline)
 {
+    const auto empty = [&] { return queue_.empty() && !writing_; };
     std::unique_lock lock(mu_);
-    return done_cv_.wait_until(lock, deadline, [&] { return queue_.empty() && !writing_; });
+    if (empty()) return true;
+    Hurry hurry(*this);
+    return done_cv_.wait_until(lock, deadline, empty);
 }
 
 void WriteBack::finish()
@@ -174,9 +193,19 @@ uint64_t WriteBack::failed() const
 
 void WriteBack::loop()
 {
+    using Clock = std::chrono::steady_clock;
     std::unique_lock lock(mu_);
+    auto last_work = Clock::now();
     for (;;) {
-        work_cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && holds_ == 0); });
+        while (!ready()) {
+            if (Clock::now() - last_work < writer_looks_for) {
+                work_cv_.wait_for(lock, writer_looks_every);  // a look, or a waiter's wake
+                continue;
+            }
+            writer_sleeps_ = true;
+            work_cv_.wait(lock, [&] { return ready(); });
+            writer_sleeps_ = false;
+        }
         if (queue_.empty()) return;  // stopping, and everything written
         Block block = std::move(queue_.front());
         queue_.pop_front();
@@ -197,6 +226,7 @@ void WriteBack::loop()
         used_ -= block.reserved;
         rows_used_ -= block.rows.size();
         writing_ = false;
+        last_work = Clock::now();
         done_cv_.notify_all();
     }
 }

@@ -336,6 +336,26 @@ TEST_CASE("tiered: write=back puts are READY from the top tier, and drain writes
     }
 }
 
+TEST_CASE("tiered: write=back rows reach the bottom tier with nobody waiting for them")
+{
+    // A put does not wake the writer, and nothing here waits for it (no
+    // drain, remove or close): the writer's own look at its queue writes
+    // the row below (plugins/tiered/write_back.hpp, writer_looks_every).
+    TempDir root("kvblob-tiered");
+    DriverHarness tiered("tiered", memory_over_file(unique_store("tiered-looks"), root.path(), {{"write", "back"}}));
+    auto src = tiered.buffer(4096);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 43);
+    REQUIRE(tiered.one(OpKind::put, "looks/0", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
+    DriverHarness file("file", {{"root", root.path()}});
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    bool below = false;
+    while (!(below = holds(file, "looks/0")) && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    REQUIRE(below);
+    const auto bytes = stored(file, "looks/0", 4096);
+    REQUIRE(bytes.size() == 4096);
+    CHECK(std::equal(bytes.begin(), bytes.end(), src.bytes.begin()));
+}
+
 namespace {
 
 // The names and nice values of this process's threads (Linux:
