@@ -12,7 +12,7 @@ using namespace support::option_types;
 
 constexpr std::array own_options{
     integer("workers", "4",
-            "Worker threads; each runs one operation at a time through the tiers. Tiers are given as "
+            "Worker threads (1 to 256); each runs one operation at a time through the tiers. Tiers are given as "
             "tier.N.driver=NAME (N = 0 the top, then 1, 2 ... without gaps; at least two) and "
             "tier.N.<option>=VALUE, passed to tier N's driver as <option>=VALUE."),
     choice("write", "through", "through|back",
@@ -24,17 +24,17 @@ constexpr std::array own_options{
           "larger (max_object_bytes is at most this)."),
     integer("write_back_queue_rows", "4096",
             "write=back: rows waiting to be written below, at most (each is one write to every tier below, so "
-            "this bounds how long a drain waits for small rows); a put waits for room."),
+            "this bounds how long a drain waits for small rows; at least 1); a put waits for room."),
     bytes("top_bytes", "0",
           "Bytes the top tier may hold of what this driver put or promoted there; past it the least recently "
           "used objects held below are evicted first. 0: no budget, evict only when the top tier DECLINES."),
     integer("submit_watch_us", "200",
             "Microseconds the submit of a get (or of a write=back put) watches a tier's operation that was not "
             "final on return, once the submitting thread ran what rows of it the tier lets waiters run, before a "
-            "worker of this driver waits for it instead; 0: hand it to a worker at once."),
+            "worker of this driver waits for it instead; 0: hand it to a worker at once; at most 1000000."),
     integer("lru_keys", "1048576",
             "Keys of the top tier whose recency this driver records, at most (its memory for the record); past "
-            "it the least recently used is evicted, or, where none is held below, no longer recorded."),
+            "it the least recently used is evicted, or, where none is held below, no longer recorded. At least 1."),
 };
 
 constexpr auto all_options = support::join(own_options, support::limit_options());

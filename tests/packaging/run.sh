@@ -72,6 +72,8 @@ for d in "$work"/packages/*.deb; do
 done
 contents "$(deb kvblob-tools)" | grep -q '/usr/share/kvblob/examples/engine/memory.toml' ||
   fail "no example engine config in kvblob-tools (the README's command 1 runs it)"
+contents "$(deb kvblob-tools)" | grep -q '/usr/share/kvblob/examples/engine/tiered.toml' ||
+  fail "no tiered example engine config in kvblob-tools (docs/engine-guide.md points at it)"
 if command -v help2man >/dev/null; then
   for tool in kvblob-info kvblob-conformance kvblob-soak kvblob-bench kvblob-engine; do
     contents "$(deb kvblob-tools)" | grep -q "/usr/share/man/man1/$tool.1.gz" || fail "no manual page for $tool"
