@@ -677,6 +677,9 @@ void TieredDriver::read_promoted(Block &copy, std::vector<int> &from)
 // out of that tier, logged at debug level.
 void TieredDriver::promote(Block &copy, std::vector<int> &from)
 {
+    std::vector<uint64_t> hashes;
+    for (const Block::Row &row : copy.rows) hashes.push_back(row.key_hash);
+    const KeyStripes::Shared keys(key_stripes_, hashes);  // no remove between the read and the puts
     read_promoted(copy, from);
     for (size_t u = 0; u + 1 < tiers_.size() && !copy.bytes.empty(); ++u) {
         std::vector<size_t> rows;
@@ -784,6 +787,12 @@ void TieredDriver::run_remove(TieredOp &op, const std::vector<size_t> &all, std:
         for (size_t i : all) keys.push_back(op.rows[i].key);
         write_back_->settle(keys);
     }
+    // No promotion of these keys reads before this remove and puts after it.
+    std::vector<uint64_t> hashes;
+    for (size_t i : all) hashes.push_back(op.rows[i].key_hash);
+    const KeyStripes::Exclusive keys(key_stripes_, hashes, [&] {
+        log(KVBLOB_LOG_DEBUG, "a remove waits for a promotion of its keys (or of keys that share their lock)");
+    });
     for (size_t i : all) recency_.forget(op.rows[i].key);
     for (size_t t = 0; t < tiers_.size() && !rows.empty(); ++t) {
         auto got = ask(op, t, kvblob::OpKind::remove, rows, t == 0);

@@ -17,6 +17,7 @@
 #include <kvblob/support/work_queue.hpp>
 
 #include "copy_buffers.hpp"
+#include "key_stripes.hpp"
 #include "recency.hpp"
 #include "tier_batch.hpp"
 #include "write_back.hpp"
@@ -334,6 +335,9 @@ private:
     // taken, and a key taken is removed before the put that claims it next
     // stores it again.
     std::shared_mutex evict_mu_;
+    // A promotion's keys, shared from its read to its last put; a remove's,
+    // exclusively across its tiers (key_stripes.hpp).
+    KeyStripes key_stripes_;
     // write=back's queue, or null; stopped (finish) once, at close.
     std::unique_ptr<WriteBack> write_back_;
     bool write_back_finished_ = false;

@@ -133,9 +133,9 @@ public:
     // Queues block, whose bytes were reserved and whose keys were claimed.
     void push(Block block);
     // The writer starts no block while any put holds it (hold, then
-    // release once): a put holds it until it is final, so that its READY
-    // does not wait for the writer's time on the cores, and lets go before
-    // it waits for room (the writer frees it).
+    // release once) and nobody waits for it: a put holds it until it is
+    // final, so that its READY does not wait for the writer's time on the
+    // cores, and lets go before it waits for room (the writer frees it).
     void hold();
     void release();
     // Whether a row of key is queued or being written.
@@ -154,8 +154,12 @@ public:
 
 private:
     void loop();
-    // Whether the writer may start the next block.
-    bool ready() const { return stopping_ || (!queue_.empty() && holds_ == 0); }
+    // Whether the writer may start the next block. A hold only spares a
+    // put's own thread the writer's time on the cores: it never keeps the
+    // writer from what somebody waits for (a put holding it may itself
+    // wait, on a worker, behind a put that waits for room only the writer
+    // frees).
+    bool ready() const { return stopping_ || (!queue_.empty() && (holds_ == 0 || hurrying_ != 0)); }
     // Under mu_, as ready() may have turned true: wakes the writer where it
     // sleeps until woken, or where somebody waits for it.
     void wake_if_needed();
