@@ -6,8 +6,10 @@
 // for it here), no key is staged below and no byte budget applies, the top
 // tier's put is submitted in submit, and a top tier done within the watch
 // (submit_watch_us: the memory driver's mode=blocking, or polls that copied
-// the rows) ends the put before submit returns. Everything else runs as
-// before, on a worker (TieredDriver::write_back).
+// the rows) ends the put before submit returns; where it is not, the
+// put's end waits for it on a thread of back_put_ends_ (tiered_driver.hpp
+// says why not a worker). Everything else runs as before, on a worker
+// (TieredDriver::write_back).
 #include "tiered_driver.hpp"
 
 namespace kvblob::tiered {
@@ -46,7 +48,7 @@ bool TieredDriver::start_back_put(TieredOp &op)
         op.cancellable.push_back(&*held);
         if (op.cancel_requested.load()) held->cancel();
     }
-    workers_.push([this, &op, rows, tier_op]() mutable {
+    back_put_ends_.push([this, &op, rows, tier_op]() mutable {
         auto &t = *tier_op;
         while (!t->wait(std::chrono::hours(1))) {
         }

@@ -2,6 +2,7 @@
 
 #include <kvblob/host/batch.hpp>
 #include <kvblob/support/access_bound.hpp>
+#include <kvblob/support/key_hash.hpp>
 #include <kvblob/support/limits.hpp>
 #include <kvblob/support/options.hpp>
 #include <kvblob/support/plugin_glue.hpp>
@@ -278,6 +279,8 @@ TieredDriver::TieredDriver(const kvblob_caps_t &caps, const kvblob_host_services
         write_back_ = std::make_unique<WriteBack>(settings_.write_back_queue_bytes, settings_.write_back_queue_rows,
                                                   [this](Block &block) { return write_below(block); });
     workers_.start(settings_.workers, support::WorkQueue::watch_before_sleep, "kvblob-tiered");
+    if (settings_.write_back)
+        back_put_ends_.start(settings_.workers, support::WorkQueue::watch_before_sleep, "kvblob-tiered");
 }
 
 TieredDriver::~TieredDriver()
@@ -300,6 +303,7 @@ TieredDriver::~TieredDriver()
 // not store (each was logged as it failed).
 void TieredDriver::stop()
 {
+    back_put_ends_.stop();  // first: an end may hand rows the top tier DECLINED to the workers
     workers_.stop();
     if (!write_back_ || write_back_finished_) return;
     write_back_->finish();
@@ -420,6 +424,11 @@ kvblob_status TieredDriver::stage_keyed(kvblob_status (*kvblob_scenarios_t::*slo
     // A write=back row of the key still queued would reach the bottom tier
     // after the stage: it goes first.
     if (write_back_) write_back_->settle({key});
+    // As a remove: no promotion of the key reads before the stage and puts
+    // after the purge (key_stripes.hpp).
+    const KeyStripes::Exclusive held(key_stripes_, {support::key_hash(key)}, [&] {
+        log(KVBLOB_LOG_DEBUG, "a staged scenario waits for a promotion of its key (or of a key that shares its lock)");
+    });
     // The bottom tier first: once it is staged, no put of the key reaches
     // an upper tier (a put is written below first), so the purge that
     // follows leaves none holding it.

@@ -375,6 +375,14 @@ private:
     std::unordered_map<const kvblob_region_t *, std::vector<kvblob::Region>> tier_regions_;
 
     support::WorkQueue workers_;
+    // The ends of write=back puts that started in the submitting thread
+    // (start_back_put) and whose top tier was not done within the watch.
+    // Such a put has reserved room in the queue and claimed its keys, which
+    // only its end gives up (it queues the rows): queued behind a worker
+    // that waits for room or for those keys (a put, a remove), it would wait
+    // for good. So its end waits on threads of its own, which wait only for
+    // the top tier's operation.
+    support::WorkQueue back_put_ends_;
 };
 
 }  // namespace kvblob::tiered

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -147,6 +148,56 @@ struct Opened {
 bool holds(DriverHarness &h, const std::string &key) { return h.one(OpKind::probe, key) == KVBLOB_ROW_READY; }
 
 const std::string evicted_line = "least recently used object(s) from";
+
+const std::string room_line = "a put waits for room in the queue";
+
+// Everything a deadlock test names, on the heap, so that a deadlocked driver
+// can be left as it is (leaked) rather than closed.
+struct Stack {
+    Gate gate;
+    std::optional<Opened> tiered;
+    std::optional<Buffer> src;
+    std::vector<Batch> batches;
+    std::vector<kvblob::Operation> ops;
+};
+
+// A tiered write=back stack, memory over memory, one worker, a 64 KiB
+// queue. The top tier ends each operation's access 2 s after its results
+// are final, so a write=back put submitted with submit_watch_us 0 always
+// hands the end of its top tier's put to a worker (start_back_put's
+// continuation), after having reserved room in the queue and claimed its
+// keys there, in submit.
+//
+// Q: 40 KiB + 60 KiB, more than the queue at once, so it runs on the one
+// worker: q0 is stored and queued (40 KiB of the queue), q1 waits for room;
+// the log line of that wait holds the worker (before it waits).
+std::unique_ptr<Stack> waiting_put_stack(const std::string &tag)
+{
+    auto s = std::make_unique<Stack>();
+    s->tiered.emplace("tiered",
+                      kvblob::Options{{"tier.0.driver", "memory"},
+                                      {"tier.0.store", unique_store("races-top")},
+                                      {"tier.0.access_delay_ms", "2000"},
+                                      {"tier.1.driver", "memory"},
+                                      {"tier.1.store", unique_store("races-bottom")},
+                                      {"write", "back"},
+                                      {"workers", "1"},
+                                      {"submit_watch_us", "0"},
+                                      {"write_back_queue_bytes", "64K"}},
+                      s->gate.sink());
+    auto &t = *s->tiered;
+    s->src.emplace(t.buffer(256 << 10));
+    fill_pattern(s->src->bytes.data(), s->src->bytes.size(), 11);
+    const auto src = s->src->handle();
+    s->gate.arm(room_line);
+    s->batches.emplace_back();
+    s->batches.back()
+        .row(tag + "/q0", {make_span(src, 0, 40 << 10)})
+        .row(tag + "/q1", {make_span(src, 40 << 10, 60 << 10)});
+    s->ops.push_back(t.driver.submit(OpKind::put, s->batches.back().get()));
+    REQUIRE(s->gate.wait_holding(60s));
+    return s;
+}
 
 }  // namespace
 
@@ -333,4 +384,131 @@ TEST_CASE("tiered: write=back: a put holding the writer never waits for good beh
     for (const auto &r : p->results()) CHECK(r.result == KVBLOB_ROW_READY);
     for (const auto &r : q.results()) CHECK(r.result == KVBLOB_ROW_READY);
     CHECK(tiered.driver.drain(60s) == KVBLOB_OK);
+}
+
+// A write=back put P that takes the submitting thread's path
+// (start_back_put) reserves its room in the queue (try_reserve) and claims
+// its keys before its top tier's put is done; where that put is not done
+// within the watch, the rest of P (queue_stored: the push that lets the
+// writer free P's room) waits for it on a thread. Were that thread one of
+// the driver's workers, a put Q already on a worker waiting for room
+// (reserve_some), room that only P's end frees, would hold P's end behind
+// it: with every worker so waiting (here the one worker), neither would
+// ever end. P's end runs on threads of its own (back_put_ends_).
+TEST_CASE("tiered: write=back: a put waiting for room never waits for good for a put queued behind it")
+{
+    auto s = waiting_put_stack("rr");
+    auto &t = *s->tiered;
+    // P: 16 KiB, room at once (40 + 16 of 64 KiB): reserved and claimed in
+    // submit, the end of its top put handed to the worker, behind Q.
+    s->batches.emplace_back();
+    s->batches.back().row("rr/p", {make_span(s->src->handle(), 128 << 10, 16 << 10)});
+    s->ops.push_back(t.driver.submit(OpKind::put, s->batches.back().get()));
+    s->gate.release();
+
+    // The waits are hang guards, not an ordering: with the cycle neither
+    // ever ends (q1's 60 KiB never fit beside P's 16). Without it, both end
+    // within a few of the top tier's 2 s.
+    auto &q = s->ops[0], &p = s->ops[1];
+    const bool q_final = q.wait(60s), p_final = p.wait(1s);
+    CHECK(q_final);
+    CHECK(p_final);
+    if (q_final && p_final) {
+        for (const auto &r : q.results()) CHECK(r.result == KVBLOB_ROW_READY);
+        for (const auto &r : p.results()) CHECK(r.result == KVBLOB_ROW_READY);
+        CHECK(t.driver.drain(60s) == KVBLOB_OK);
+    } else {
+        (void)s.release();  // deadlocked: closing would wait for good
+    }
+}
+
+// The same cycle through a remove: a remove R on the worker waits in
+// settle() for a key that P claimed in submit, whose block only P's end
+// pushes.
+TEST_CASE("tiered: write=back: a remove never waits for good for a put of its key queued behind it")
+{
+    auto s = waiting_put_stack("rm");
+    auto &t = *s->tiered;
+    // R: a remove of X, queued behind Q.
+    s->batches.emplace_back();
+    s->batches.back().row("rm/x");
+    s->ops.push_back(t.driver.submit(OpKind::remove, s->batches.back().get()));
+    // P: a put of X, room at once (40 + 4 of 64 KiB): X claimed in submit,
+    // the end of its top put handed to the worker, behind R.
+    s->batches.emplace_back();
+    s->batches.back().row("rm/x", {make_span(s->src->handle(), 128 << 10, 4096)});
+    s->ops.push_back(t.driver.submit(OpKind::put, s->batches.back().get()));
+    s->gate.release();
+
+    // Q ends (the writer frees q0's room, q1 then fits beside P's 4 KiB);
+    // R then waits for X, and P waits behind R.
+    auto &q = s->ops[0], &r = s->ops[1], &p = s->ops[2];
+    REQUIRE(q.wait(60s));
+    const bool r_final = r.wait(60s), p_final = p.wait(1s);
+    CHECK(r_final);
+    CHECK(p_final);
+    if (r_final && p_final) {
+        CHECK(t.driver.drain(60s) == KVBLOB_OK);
+    } else {
+        (void)s.release();  // deadlocked: closing would wait for good
+    }
+}
+
+// stage_corrupt through the stack: the bottom tier's object is corrupted,
+// then the key is purged from the upper tiers (stage_keyed), so that "a
+// later get is FAULT, never READY" (docs/contract.md, scenario hooks;
+// R-ROW-6). Without its key's stripe, a promotion that read K before the
+// stage would put K into the top tier after the purge, and the stack would
+// answer READY for K from then on. Ordered as the remove's case above: the
+// promotion of K evicts V (top_bytes 8K), and that line holds it, after its
+// read of K and before its put.
+TEST_CASE("tiered: stage_corrupt while a promotion of its key is under way: a later get is never READY")
+{
+    const std::string top_store = unique_store("races-corrupt-top"), bottom_store = unique_store("races-corrupt-bottom");
+    DriverHarness top("memory", {{"store", top_store}});  // keeps the top store alive between drivers
+    DriverHarness bottom("memory", {{"store", bottom_store}});
+    const kvblob::Options options{{"tier.0.driver", "memory"}, {"tier.0.store", top_store},
+                                  {"tier.1.driver", "memory"}, {"tier.1.store", bottom_store},
+                                  {"workers", "2"},            {"top_bytes", "8K"}};
+    {
+        Gate gate;
+        Opened tiered("tiered", options, gate.sink());
+        auto src = tiered.buffer(4096);
+        fill_pattern(src.bytes.data(), src.bytes.size(), 3);
+        REQUIRE(tiered.one(OpKind::put, "rc/v", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
+        auto k = bottom.buffer(8192);
+        fill_pattern(k.bytes.data(), k.bytes.size(), 4);
+        REQUIRE(bottom.one(OpKind::put, "rc/k", {make_span(k.handle(), 0, 8192)}) == KVBLOB_ROW_READY);
+
+        gate.arm("least recently used object(s) from");
+        auto dst = tiered.buffer(8192);
+        REQUIRE(tiered.one(OpKind::get, "rc/k", {make_span(dst.handle(), 0, 8192)}) == KVBLOB_ROW_READY);
+        REQUIRE(gate.wait_holding(60s));  // K read again from tier 1, not yet put into tier 0
+
+        const kvblob_scenarios_t *hooks = tiered.driver.scenarios();
+        REQUIRE(hooks != nullptr);
+        REQUIRE(static_cast<bool>(hooks->stage_corrupt));
+        const std::string key = "rc/k";
+        // The stage either ends while the promotion is held, or says it
+        // waits for it: the gate opens on either signal.
+        std::atomic<bool> staged{false};
+        kvblob_status stage = KVBLOB_E_STORE;
+        std::thread stager([&] {
+            stage = hooks->stage_corrupt(tiered.driver.handle(), reinterpret_cast<const uint8_t *>(key.data()),
+                                         key.size());
+            staged = true;
+            gate.changed();
+        });
+        REQUIRE(gate.wait_line_or("a staged scenario waits for a promotion", [&] { return staged.load(); }, 60s));
+        gate.release();
+        stager.join();
+        REQUIRE(stage == KVBLOB_OK);
+        REQUIRE(tiered.driver.drain(60s) == KVBLOB_OK);  // every promotion of a final get ended
+    }
+    CHECK_FALSE(holds(top, "rc/k"));  // purged by the stage, not put back by the promotion
+    Opened again("tiered", options);
+    auto dst = again.buffer(8192);
+    const auto got = again.one(OpKind::get, "rc/k", {make_span(dst.handle(), 0, 8192)});
+    CHECK(got == KVBLOB_ROW_FAULT);
+    CHECK(got != KVBLOB_ROW_READY);
 }
