@@ -11,8 +11,10 @@ list=$(mktemp)
 trap 'rm -f "$list"' EXIT
 for root in "$@"; do
   # CMakeFiles holds compiler probes and objects, not what is built or shipped.
-  for f in $(find "$root" -name CMakeFiles -prune -o -type f -print | sort); do
-    [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+  # Other tests write and delete files under a build folder while this
+  # runs: a file gone (or not yet whole) by the time it is read is skipped.
+  for f in $(find "$root" -name CMakeFiles -prune -o -type f -print 2>/dev/null | sort); do
+    [ "$(head -c 4 "$f" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] || continue
     type=$(readelf -h "$f" 2>/dev/null | sed -n 's/^ *Type: *\([A-Z]*\).*/\1/p')
     case "$type" in EXEC|DYN) ;; *) continue ;; esac
     checked=$((checked + 1))
