@@ -3,6 +3,7 @@
 // driver holds another (R-LOAD-6), and the release it tells a plugin.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -46,7 +47,24 @@ TEST_CASE("an unknown name lists where the loader looked, the drivers there, and
     // Nothing near: no guess, but still the list.
     const auto far = refusal_text("zzzzzzzzzz");
     CHECK(far.find("did you mean") == std::string::npos);
-    CHECK(far.find("Drivers found: ") != std::string::npos);
+    CHECK(far.find("or give a path). Drivers found: ") != std::string::npos);
+}
+
+TEST_CASE("a folder named twice, by another path, is searched and listed once")
+{
+    // The bundled folder by a path with a detour, in KVBLOB_DRIVER_PATH,
+    // beside the host's own path to it.
+    const fs::path detour = bundled_dir() / ".." / "kvblob";
+    struct DriverPath {
+        explicit DriverPath(const fs::path &dir) { setenv("KVBLOB_DRIVER_PATH", dir.c_str(), 1); }
+        ~DriverPath() { unsetenv("KVBLOB_DRIVER_PATH"); }
+    } const driver_path(detour);
+    const auto text = refusal_text("memroy");
+    INFO(text);
+    const size_t from = text.find("not in any of [");
+    REQUIRE(from != std::string::npos);
+    const std::string listed = text.substr(from, text.find(']', from) - from);
+    CHECK(listed == "not in any of [" + detour.string());
 }
 
 TEST_CASE("a driver found by its short name that calls itself otherwise loads with a warning")

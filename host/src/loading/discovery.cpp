@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <sys/auxv.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <system_error>
@@ -53,7 +54,18 @@ std::vector<fs::path> plugin_search_dirs(const std::vector<fs::path> &extra_dirs
     }
     dirs.insert(dirs.end(), extra_dirs.begin(), extra_dirs.end());
     if (auto own = host_library_dir(); !own.empty()) dirs.push_back(own / "kvblob");
-    return dirs;
+    // A folder named twice (KVBLOB_DRIVER_PATH=build/lib/kvblob beside the
+    // host's own /abs/build/lib/kvblob) is searched, and listed in a
+    // refusal, once.
+    std::vector<fs::path> unique;
+    for (auto &dir : dirs) {
+        const auto same = [&](const fs::path &seen) {
+            std::error_code ec;
+            return seen == dir || fs::equivalent(seen, dir, ec);
+        };
+        if (std::none_of(unique.begin(), unique.end(), same)) unique.push_back(std::move(dir));
+    }
+    return unique;
 }
 
 std::vector<fs::path> library_search_dirs()

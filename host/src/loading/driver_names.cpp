@@ -71,8 +71,9 @@ std::string unknown_driver_advice(const std::string &name, const std::vector<fs:
     const auto found = drivers_in(dirs);
     if (found.empty()) return "; no driver plugin (libkvblob_*.so) was found there";
     std::string advice;
-    if (auto near = nearest_name(name, found); !near.empty()) advice += "; did you mean '" + near + "'?";
-    advice += " Drivers found:";
+    if (auto near = nearest_name(name, found); !near.empty()) advice += "; did you mean '" + near + "'? ";
+    else advice += ". ";
+    advice += "Drivers found:";
     for (size_t i = 0; i < found.size(); ++i) advice += (i ? ", " : " ") + found[i];
     return advice;
 }
