@@ -149,6 +149,27 @@ bool holds(DriverHarness &h, const std::string &key) { return h.one(OpKind::prob
 
 const std::string evicted_line = "least recently used object(s) from";
 
+// On a stack whose top tier holds top_bytes 8K: V (4 KiB, written through,
+// so in the recency record, held below) and K (8 KiB, only in the tier
+// below, put through `below`). The get of K is READY from below; its
+// promotion reads K again from below, then, K being over top_bytes with V,
+// evicts V first: held there (its log line, once this returns), after its
+// read of K and before its put.
+void hold_promotion_of_k(Opened &tiered, Gate &gate, DriverHarness &below, const std::string &prefix)
+{
+    auto src = tiered.buffer(4096);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 3);
+    REQUIRE(tiered.one(OpKind::put, prefix + "/v", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
+    auto k = below.buffer(8192);
+    fill_pattern(k.bytes.data(), k.bytes.size(), 4);
+    REQUIRE(below.one(OpKind::put, prefix + "/k", {make_span(k.handle(), 0, 8192)}) == KVBLOB_ROW_READY);
+    gate.arm(evicted_line);
+    auto dst = tiered.buffer(8192);
+    REQUIRE(tiered.one(OpKind::get, prefix + "/k", {make_span(dst.handle(), 0, 8192)}) == KVBLOB_ROW_READY);
+    CHECK(dst.bytes == k.bytes);
+    REQUIRE(gate.wait_holding(60s));
+}
+
 const std::string room_line = "a put waits for room in the queue";
 
 // Everything a deadlock test names, on the heap, so that a deadlocked driver
@@ -219,24 +240,7 @@ TEST_CASE("tiered: a remove while a promotion of its key is under way leaves the
     {
         Gate gate;
         Opened tiered("tiered", options, gate.sink());
-        auto src = tiered.buffer(4096);
-        fill_pattern(src.bytes.data(), src.bytes.size(), 3);
-        // V: 4 KiB written through, so in the recency record, held below.
-        REQUIRE(tiered.one(OpKind::put, "rv/v", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
-
-        // K: 8 KiB, only in tier 1.
-        auto k = file.buffer(8192);
-        fill_pattern(k.bytes.data(), k.bytes.size(), 4);
-        REQUIRE(file.one(OpKind::put, "rv/k", {make_span(k.handle(), 0, 8192)}) == KVBLOB_ROW_READY);
-
-        // The get of K is READY from tier 1; its promotion reads K again from
-        // tier 1, then, K being over top_bytes with V, evicts V first: held
-        // there (its log line), after its read of K and before its put.
-        gate.arm(evicted_line);
-        auto dst = tiered.buffer(8192);
-        REQUIRE(tiered.one(OpKind::get, "rv/k", {make_span(dst.handle(), 0, 8192)}) == KVBLOB_ROW_READY);
-        CHECK(dst.bytes == k.bytes);
-        REQUIRE(gate.wait_holding(60s));
+        hold_promotion_of_k(tiered, gate, file, "rv");
 
         // The remove is submitted after the get is final. It either ends
         // while the promotion is held (which must leave no trace of it), or
@@ -473,17 +477,7 @@ TEST_CASE("tiered: stage_corrupt while a promotion of its key is under way: a la
     {
         Gate gate;
         Opened tiered("tiered", options, gate.sink());
-        auto src = tiered.buffer(4096);
-        fill_pattern(src.bytes.data(), src.bytes.size(), 3);
-        REQUIRE(tiered.one(OpKind::put, "rc/v", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
-        auto k = bottom.buffer(8192);
-        fill_pattern(k.bytes.data(), k.bytes.size(), 4);
-        REQUIRE(bottom.one(OpKind::put, "rc/k", {make_span(k.handle(), 0, 8192)}) == KVBLOB_ROW_READY);
-
-        gate.arm("least recently used object(s) from");
-        auto dst = tiered.buffer(8192);
-        REQUIRE(tiered.one(OpKind::get, "rc/k", {make_span(dst.handle(), 0, 8192)}) == KVBLOB_ROW_READY);
-        REQUIRE(gate.wait_holding(60s));  // K read again from tier 1, not yet put into tier 0
+        hold_promotion_of_k(tiered, gate, bottom, "rc");  // K read again from tier 1, not yet put into tier 0
 
         const kvblob_scenarios_t *hooks = tiered.driver.scenarios();
         REQUIRE(hooks != nullptr);
