@@ -38,12 +38,13 @@ std::filesystem::path own_folder()
 const char *kind_name(kvblob::OpKind kind) { return kvblob::to_string(kind); }
 
 // What a tier's refusal of the tiered open says: the tier, its driver, and
-// the loader's stage and rules (the host took the tier's secrets out).
+// the loader's stage and rules (the host took the tier's own secrets out;
+// this the other tiers').
 std::string refusal(const Tier &tier, const kvblob::LoadError &e)
 {
     std::string text = tier.label() + " refused: stage " + kvblob::to_string(e.stage());
     for (const auto &p : e.problems()) text += ", " + p.rule + ": " + p.reason;
-    return text;
+    return kvblob::without_secrets(text, tier.secrets);
 }
 
 // ---- scenario hooks: which are offered --------------------------------------
@@ -178,7 +179,7 @@ void LogForward::line(size_t tier, const std::string &driver, kvblob_log_level l
 {
     std::lock_guard lock(mu);
     if (!open || !host.log) return;
-    const std::string prefixed = "tier " + std::to_string(tier) + " (" + driver + "): " + text;
+    const std::string prefixed = "tier " + std::to_string(tier) + " (" + driver + "): " + kvblob::without_secrets(text, secrets);
     host.log(host.context, level, prefixed.c_str());
 }
 
@@ -203,18 +204,34 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
     kvblob::LoadOptions load;
     if (auto folder = own_folder(); !folder.empty()) load.search_dirs.push_back(folder);
 
-    std::vector<Tier> tiers;
+    // Every tier's plugin first: which of a tier's options are secret is
+    // known once its plugin is, and each tier's refusal and log lines are
+    // scrubbed of every tier's secrets (Tier::secrets).
+    std::vector<Tier> tiers(split.tiers.size());
+    std::vector<std::string> secrets;
     for (size_t t = 0; t < split.tiers.size(); ++t) {
         const TierSpec &spec = split.tiers[t];
-        Tier tier;
+        Tier &tier = tiers[t];
         tier.index = t;
         tier.driver = spec.driver;
+        tier.secrets = secrets;
         try {
             tier.plugin.emplace(kvblob::Plugin::load(spec.driver, load));
         } catch (const kvblob::LoadError &e) {
             throw support::OpenError(KVBLOB_E_STORE, "option 'tier." + std::to_string(t) + ".driver': " + refusal(tier, e));
         }
-        tier.secrets = tier.plugin->secrets_in(spec.options);
+        for (auto &secret : tier.plugin->secrets_in(spec.options)) secrets.push_back(std::move(secret));
+    }
+    // Longest first, as secrets_in's: a secret that holds another goes whole.
+    std::sort(secrets.begin(), secrets.end(), [](const auto &a, const auto &b) { return a.size() > b.size(); });
+    {
+        std::lock_guard lock(forward->mu);
+        forward->secrets = secrets;
+    }
+    for (size_t t = 0; t < split.tiers.size(); ++t) {
+        const TierSpec &spec = split.tiers[t];
+        Tier &tier = tiers[t];
+        tier.secrets = secrets;
         kvblob::LogSink sink = [forward, t, name = spec.driver](kvblob_log_level level, const std::string &text) {
             forward->line(t, name, level, text);
         };
@@ -228,9 +245,9 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
             if (bad_option) throw support::OptionError("option tier." + std::to_string(t) + ".*: " + why);
             throw support::OpenError(KVBLOB_E_STORE, why);
         } catch (const std::exception &e) {
-            throw support::OpenError(KVBLOB_E_STORE, tier.label() + " could not be opened: " + e.what());
+            throw support::OpenError(KVBLOB_E_STORE, tier.label() + " could not be opened: " +
+                                                         kvblob::without_secrets(e.what(), secrets));
         }
-        tiers.push_back(std::move(tier));
     }
 
     // What every tier honours, within the tiered driver's own limits.

@@ -110,6 +110,7 @@ struct LogForward {
     std::mutex mu;
     kvblob_host_services_t host{};
     bool open = true;
+    std::vector<std::string> secrets;  // every tier's: set before any tier opens
     void line(size_t tier, const std::string &driver, kvblob_log_level level, const std::string &text);
 };
 
@@ -129,7 +130,11 @@ struct Tier {
     std::string driver;                // the name it was given (tier.N.driver)
     std::optional<kvblob::Plugin> plugin;
     std::optional<kvblob::Driver> handle;
-    std::vector<std::string> secrets;  // what the host scrubs; this driver scrubs row messages too
+    // Every tier's secrets, not only this tier's (which the host scrubs
+    // from what the tier says): a value given to two tiers is secret in
+    // what either says. This driver scrubs its refusals, row messages and
+    // forwarded log lines with them.
+    std::vector<std::string> secrets;
     std::string label() const { return "tier " + std::to_string(index) + " (" + driver + ")"; }
 };
 

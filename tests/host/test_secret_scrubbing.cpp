@@ -32,6 +32,24 @@ const std::string marker = kvblob::removed_secret;
 
 }  // namespace
 
+TEST_CASE("secret scrubbing: a text cut inside a secret loses the secret's beginning too")
+{
+    const std::string secret = "s3cr3t-t0ken-0123456789";
+    // An open refusal that filled its buffer, cut 9 bytes into the secret.
+    const std::string cut = "cannot open /data/" + secret.substr(0, 9);
+    CHECK(kvblob::without_secrets(cut, {secret}, kvblob::TextEnd::maybe_cut) == "cannot open /data/" + marker);
+    // Whole texts keep their ends: only a cut text may end inside a secret.
+    CHECK(kvblob::without_secrets(cut, {secret}) == cut);
+    // Under min_scrubbed_secret bytes of it, as a whole secret that short.
+    const std::string three = "cannot open /data/" + secret.substr(0, 3);
+    CHECK(kvblob::without_secrets(three, {secret}, kvblob::TextEnd::maybe_cut) == three);
+    // Whole occurrences before the cut go as ever, one marker where they meet.
+    CHECK(kvblob::without_secrets(secret + " and " + secret + secret.substr(0, 12), {secret},
+                                  kvblob::TextEnd::maybe_cut) == marker + " and " + marker);
+    // A secret longer than the whole text, which is its beginning.
+    CHECK(kvblob::without_secrets(secret.substr(0, 6), {secret}, kvblob::TextEnd::maybe_cut) == marker);
+}
+
 TEST_CASE("secret scrubbing: a secret inside the host's marker ends, and is removed")
 {
     for (const std::string secret : {"host", "secret", "removed", "ecre", "<secret", "by the host>", "d by"}) {

@@ -306,6 +306,32 @@ TEST_CASE("tiered: a tier's secret option is never repeated, in a refusal or a l
     for (const auto &line : lines) CHECK(line.find(secret) == std::string::npos);
 }
 
+TEST_CASE("tiered: a long secret of one tier that another tier's refusal repeats is not printed, whole or cut")
+{
+    // A 2,000-byte token (a JWT is that long) given to tier 0, and by mistake
+    // in tier 1's root too: tier 1's refusal repeats the root. The host
+    // knows it only as tier 0's secret, and the refusal is longer than the
+    // 1 KiB an open's error has, so it is cut inside the secret.
+    std::string secret;
+    for (int i = 0; secret.size() < 2000; ++i) secret += "tok" + std::to_string(i * 7919 % 10007) + "-";
+    auto plugin = kvblob::Plugin::load("tiered");
+    std::string why;
+    try {
+        auto d = plugin.open({{"tier.0.driver", "memory"},
+                              {"tier.0.store", unique_store("tiered-long-secret")},
+                              {"tier.0.token", secret},
+                              {"tier.1.driver", "file"},
+                              {"tier.1.root", "/nonexistent/" + secret}});
+    } catch (const kvblob::LoadError &e) {
+        why = e.what();
+    }
+    INFO(why);
+    REQUIRE(why.find("tier 1 (file)") != std::string::npos);
+    CHECK(why.find(kvblob::removed_secret) != std::string::npos);
+    // Not even a beginning of it: "tok0-" and on.
+    CHECK(why.find(secret.substr(0, kvblob::min_scrubbed_secret)) == std::string::npos);
+}
+
 // ---- write=back ---------------------------------------------------------------
 
 TEST_CASE("tiered: write=back puts are READY from the top tier, and drain writes them below")

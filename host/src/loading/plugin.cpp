@@ -534,7 +534,10 @@ Driver Plugin::open(const Options &options, LogSink log, NotifySink observe, con
     if (st != KVBLOB_OK || !handle) {
         std::string reason = std::string("open answered ") + kvblob_status_name(st);
         if (st == KVBLOB_OK) reason += " with a NULL driver";
-        reason += err[0] ? std::string(": ") + without_secrets(err, secrets) : std::string(" without a message");
+        // A message that fills the buffer may have been cut inside a secret.
+        const bool filled = std::strlen(err) == sizeof err - 1;
+        reason += err[0] ? std::string(": ") + without_secrets(err, secrets, filled ? TextEnd::maybe_cut : TextEnd::whole)
+                         : std::string(" without a message");
         refuse(file, LoadStage::init, {{st == KVBLOB_E_BAD_OPTION ? "R-OPN-1" : "R-LOAD-9", reason}});
     }
     if (abi_version_ < KVBLOB_ABI_1_1) caps.access_end_bound_ns = 0;  // not a 1.0 member

@@ -79,11 +79,13 @@ std::vector<std::string> credentials_in(std::string_view value)
 namespace {
 
 // Marks in covered every byte of text inside an occurrence of secret,
-// overlapping occurrences included. Knuth-Morris-Pratt: linear in the text
-// and the secret whatever they hold (find() from each match compares the
-// secret again at every position, which for a long secret of one repeated
-// letter is quadratic).
-bool mark_occurrences(std::string_view text, std::string_view secret, std::vector<bool> &covered)
+// overlapping occurrences included, and with TextEnd::maybe_cut the
+// secret's beginning where the text ends in it. Knuth-Morris-Pratt: linear
+// in the text and the secret whatever they hold (find() from each match
+// compares the secret again at every position, which for a long secret of
+// one repeated letter is quadratic); its state at the text's end is the
+// longest beginning of the secret the text ends in.
+bool mark_occurrences(std::string_view text, std::string_view secret, std::vector<bool> &covered, TextEnd end)
 {
     std::vector<size_t> border(secret.size(), 0);  // longest proper border of secret[0..i]
     for (size_t i = 1, k = 0; i < secret.size(); ++i) {
@@ -93,24 +95,29 @@ bool mark_occurrences(std::string_view text, std::string_view secret, std::vecto
     }
     bool any = false;
     size_t marked_to = 0;  // matches come in order: mark only what the last left
-    for (size_t i = 0, k = 0; i < text.size(); ++i) {
+    size_t k = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
         while (k > 0 && text[i] != secret[k]) k = border[k - 1];
         if (text[i] == secret[k]) ++k;
         if (k == secret.size()) {
-            const size_t end = i + 1, begin = std::max(end - secret.size(), marked_to);
+            const size_t stop = i + 1, begin = std::max(stop - secret.size(), marked_to);
             std::fill(covered.begin() + static_cast<std::ptrdiff_t>(begin),
-                      covered.begin() + static_cast<std::ptrdiff_t>(end), true);
-            marked_to = end;
+                      covered.begin() + static_cast<std::ptrdiff_t>(stop), true);
+            marked_to = stop;
             any = true;
             k = border[k - 1];
         }
+    }
+    if (end == TextEnd::maybe_cut && k >= min_scrubbed_secret) {
+        std::fill(covered.end() - static_cast<std::ptrdiff_t>(k), covered.end(), true);
+        any = true;
     }
     return any;
 }
 
 }  // namespace
 
-std::string without_secrets(std::string text, const std::vector<std::string> &secrets)
+std::string without_secrets(std::string text, const std::vector<std::string> &secrets, TextEnd end)
 {
     // Every occurrence of every secret is found in the text as given, and
     // the text is written once: replacing in place and searching on would
@@ -120,8 +127,8 @@ std::string without_secrets(std::string text, const std::vector<std::string> &se
     std::vector<bool> covered(text.size(), false);
     bool any = false;
     for (const auto &secret : secrets)
-        if (secret.size() >= min_scrubbed_secret && secret.size() <= text.size())
-            any = mark_occurrences(text, secret, covered) || any;
+        if (secret.size() >= min_scrubbed_secret && (secret.size() <= text.size() || end == TextEnd::maybe_cut))
+            any = mark_occurrences(text, secret, covered, end) || any;
     if (!any) return text;
     std::string out;
     out.reserve(text.size());

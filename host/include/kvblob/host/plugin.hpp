@@ -50,9 +50,16 @@ std::vector<std::string> credentials_in(std::string_view value);
 // redacted_value, which a driver may well print itself: the conformance
 // battery finds this one in what the host passes on, so a driver that
 // repeats a secret still fails R-OPN-2 though nobody sees the secret.
+//
+// A text a driver wrote into a buffer it filled (an open refusal cut at
+// the buffer's end) is TextEnd::maybe_cut: where it ends in the beginning
+// of a secret (min_scrubbed_secret bytes or more), that is removed too, as
+// the secret it was before the cut. Not for whole texts, where a message
+// that ends in "token" would lose its last word to a secret "token-1234".
 inline constexpr size_t min_scrubbed_secret = 4;
 inline constexpr const char *removed_secret = "<secret removed by the host>";
-std::string without_secrets(std::string text, const std::vector<std::string> &secrets);
+enum class TextEnd { whole, maybe_cut };
+std::string without_secrets(std::string text, const std::vector<std::string> &secrets, TextEnd end = TextEnd::whole);
 
 class Plugin {
 public:
