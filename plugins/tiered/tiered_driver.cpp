@@ -1,5 +1,7 @@
 #include "tiered_driver.hpp"
 
+#include "one_store_check.hpp"
+
 #include <kvblob/host/batch.hpp>
 #include <kvblob/support/access_bound.hpp>
 #include <kvblob/support/key_hash.hpp>
@@ -175,6 +177,12 @@ Settings settings_of(const support::ParsedOptions &o)
 
 }  // namespace
 
+void LogForward::line_of_driver(kvblob_log_level level, const std::string &text)
+{
+    std::lock_guard lock(mu);
+    if (open && host.log) host.log(host.context, level, text.c_str());
+}
+
 void LogForward::line(size_t tier, const std::string &driver, kvblob_log_level level, const std::string &text)
 {
     std::lock_guard lock(mu);
@@ -249,6 +257,12 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
                                                          kvblob::without_secrets(e.what(), secrets));
         }
     }
+
+    if (const std::string one = tiers_of_one_store(tiers, [&](const std::string &line) {
+            forward->line_of_driver(KVBLOB_LOG_DEBUG, line);
+        });
+        !one.empty())
+        throw support::OptionError(one);
 
     // What every tier honours, within the tiered driver's own limits.
     uint64_t flags = KVBLOB_CAP_HINTS | KVBLOB_CAP_ABSENT_IS_MISS | KVBLOB_CAP_DEVICE_MEMORY | KVBLOB_CAP_MULTI_SPAN |

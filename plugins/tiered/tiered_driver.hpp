@@ -112,6 +112,7 @@ struct LogForward {
     bool open = true;
     std::vector<std::string> secrets;  // every tier's: set before any tier opens
     void line(size_t tier, const std::string &driver, kvblob_log_level level, const std::string &text);
+    void line_of_driver(kvblob_log_level level, const std::string &text);  // the tiered driver's own, while opening
 };
 
 // The tiered driver's own options (plugin.cpp's table).

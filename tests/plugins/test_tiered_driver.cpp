@@ -268,6 +268,42 @@ TEST_CASE("tiered: options are refused naming the key, the tier and its driver")
     }
 }
 
+TEST_CASE("tiered: two tiers that are one store are refused, naming both; tiers of their own open and keep nothing of the check")
+{
+    // The top tier's eviction would remove the only copy (contract,
+    // "Eviction": only an object held whole below is evicted).
+    {
+        // Memory tiers given no store: both "default".
+        const auto why = refusal_of({{"tier.0.driver", "memory"}, {"tier.1.driver", "memory"}});
+        INFO(why);
+        CHECK(why.find("R-OPN-1") != std::string::npos);
+        CHECK(why.find("tier 0 (memory) and tier 1 (memory) are one store") != std::string::npos);
+    }
+    TempDir root("kvblob-tiered");
+    {
+        // File tiers of one root, written two ways, with another tier between.
+        const auto why = refusal_of({{"tier.0.driver", "file"},
+                                     {"tier.0.root", root.path()},
+                                     {"tier.1.driver", "memory"},
+                                     {"tier.1.store", unique_store("tiered-between")},
+                                     {"tier.2.driver", "file"},
+                                     {"tier.2.root", root.path() + "/."}});
+        INFO(why);
+        CHECK(why.find("tier 0 (file) and tier 2 (file) are one store") != std::string::npos);
+    }
+    // Stores of their own: opens, and the check's object is gone from the
+    // bottom tier (a file tier: no file left under its root).
+    const auto regular_files = [&] {
+        size_t n = 0;
+        for (const auto &entry : std::filesystem::recursive_directory_iterator(root.path()))
+            n += entry.is_regular_file() ? 1 : 0;
+        return n;
+    };
+    REQUIRE(regular_files() == 0);
+    DriverHarness tiered("tiered", memory_over_file(unique_store("tiered-own-stores"), root.path()));
+    CHECK(regular_files() == 0);
+}
+
 TEST_CASE("tiered: a tier's secret option is never repeated, in a refusal or a log line")
 {
     TempDir root("kvblob-tiered");
