@@ -75,8 +75,9 @@ public:
     // Fails R-OPN-2 when any text carries secret, in any form
     // secret_form_in knows, naming where it was and in which form; the log
     // lines are read joined as well, so a secret split over consecutive
-    // lines is found.
-    void judge(const std::string &option, const std::string &secret) const
+    // lines is found. also_secret: the other options flagged secret that
+    // the run gives values of its own, in the same opens.
+    void judge(const std::string &option, const std::string &secret, const std::vector<std::string> &also_secret) const
     {
         std::lock_guard lock(mu_);
         // A text is shown only where the secret in it is as given, and taken
@@ -91,10 +92,26 @@ public:
         };
         // The host takes a secret out of the driver's open refusal and log
         // lines before anyone sees them (kvblob::without_secrets), leaving its
-        // marker: that marker is the driver's repetition, seen through the host.
+        // marker: that marker is the driver's repetition, seen through the
+        // host, of one of the secrets the open was given, and which one the
+        // marker does not say.
+        std::string others;
+        for (const auto &other : also_secret)
+            if (other != option) others += " or '" + other + "'";
+        const auto marked = [&](const std::string &where, const std::string &text) {
+            if (text.find(kvblob::removed_secret) == std::string::npos) return;
+            const std::string shown =
+                secret_form_in(text, secret).empty() ? ": \"" + text + "\"" : std::string();
+            expect(false, "R-OPN-2",
+                   others.empty()
+                       ? where + " repeats the value given to option '" + option +
+                             "', which the driver flags secret, as given (the host removed it)" + shown
+                       : where + " repeats the value given to an option the driver flags secret, '" + option + "'" +
+                             others + " (the host removed it, so which one is not known)" + shown);
+        };
         std::string log;
         for (const auto &[where, text] : texts_) {
-            repeats(where, text, text.find(kvblob::removed_secret) != std::string::npos ? "as given" : "");
+            marked(where, text);
             repeats(where, text, secret_form_in(text, secret));
             if (where == log_line) log += text;
         }
@@ -130,6 +147,12 @@ void open_secret_unspoken(Context &c)
     auto names = flagged_secret(c.plugin());
     for (auto &name : flagged_secret_of_tiers(c.plugin(), c.options())) names.push_back(std::move(name));
     if (names.empty()) throw NotSupported("the driver flags no option secret (KVBLOB_OPTION_FLAG_SECRET)");
+    // Secret options the run gives values of its own: every open below has
+    // them too.
+    std::vector<std::string> run_secrets;
+    for (const auto &name : names)
+        for (const auto &[k, v] : c.options())
+            if (k == name) run_secrets.push_back(name);
     for (const auto &name : names) {
         // An option the run sets already (a store's real password) keeps its
         // value, which is then the one watched; any other gets the battery's.
@@ -148,7 +171,7 @@ void open_secret_unspoken(Context &c)
         } catch (const LoadError &e) {
             heard->add("open's error", e.what());
         }
-        heard->judge(name, secret);
+        heard->judge(name, secret, run_secrets);
         try {
             auto d = c.open_with({{name, secret}}, heard->sink(heard));
             constexpr uint64_t size = 2048;
@@ -173,7 +196,7 @@ void open_secret_unspoken(Context &c)
             if (own) c.note("open with option '" + name + "' set by the battery was refused; its error was judged");
         }
         // The driver closed by now: what it logged while closing is heard too.
-        heard->judge(name, secret);
+        heard->judge(name, secret, run_secrets);
     }
 }
 
