@@ -39,14 +39,25 @@ std::filesystem::path own_folder()
 
 const char *kind_name(kvblob::OpKind kind) { return kvblob::to_string(kind); }
 
+// What works for a tier's file the loader does not trust (R-LOAD-10): no
+// setting allows it (plugins/tiered/README.md), so the file must be made
+// trusted.
+constexpr const char *untrusted_tier_advice =
+    " (no setting allows a tier's untrusted file, allow_untrusted_file only the tiered driver's own: keep the "
+    "tier's file owned by root or this process's user, and neither it nor its folder writable by others)";
+
 // What a tier's refusal of the tiered open says: the tier, its driver, and
 // the loader's stage and rules (the host took the tier's own secrets out;
 // this the other tiers').
 std::string refusal(const Tier &tier, const kvblob::LoadError &e)
 {
     std::string text = tier.label() + " refused: stage " + kvblob::to_string(e.stage());
-    for (const auto &p : e.problems()) text += ", " + p.rule + ": " + p.reason;
-    return kvblob::without_secrets(text, tier.secrets);
+    bool untrusted = false;
+    for (const auto &p : e.problems()) {
+        text += ", " + p.rule + ": " + p.reason;
+        untrusted = untrusted || p.rule == "R-LOAD-10";
+    }
+    return kvblob::without_secrets(untrusted ? text + untrusted_tier_advice : text, tier.secrets);
 }
 
 // ---- scenario hooks: which are offered --------------------------------------
@@ -211,6 +222,9 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
 
     kvblob::LoadOptions load;
     if (auto folder = own_folder(); !folder.empty()) load.search_dirs.push_back(folder);
+    // Nothing allows a tier's untrusted file (allow_untrusted_file is the
+    // tiered driver's own file's): the refusal says what works instead.
+    load.allow_untrusted_words.clear();
 
     // Every tier's plugin first: which of a tier's options are secret is
     // known once its plugin is, and each tier's refusal and log lines are

@@ -122,3 +122,137 @@ TEST_CASE("config tiers: an option a tier's driver refuses is reported at its li
         CHECK(has(e.what(), "R-OPN-1"));        // and the rule it failed
     }
 }
+
+namespace {
+
+// The ConfigError opening config's driver gives.
+kvblob::ConfigError open_refusal(const ConfigFile &f)
+{
+    const auto config = kvblob::read_driver_config(f.path);
+    const auto plugin = kvblob::load_configured_plugin(config);
+    try {
+        kvblob::open_configured_driver(plugin, config);
+    } catch (const kvblob::ConfigError &e) {
+        CHECK(e.file() == fs::absolute(f.path));
+        return e;
+    }
+    FAIL("opened:\n" << f.path);
+    throw;
+}
+
+}  // namespace
+
+TEST_CASE("config tiers: a tier's refused option is that tier's, not an option of the same name elsewhere")
+{
+    const std::string tiered = "[driver]\nname = \"tiered\"\n";
+    SUBCASE("the tiered driver's own option of the same name is valid")
+    {
+        ConfigFile f(tiered + "[driver.options]\nworkers = 2\n"                         // line 4
+                     "[[driver.tiers]]\ndriver = \"memory\"\nworkers = 2\n"             // line 7
+                     "[[driver.tiers]]\ndriver = \"memory\"\nstore = \"config-tiers-workers\"\n"
+                     "workers = \"lots\"\n");                                           // line 11
+        const auto e = open_refusal(f);
+        CAPTURE(e.what());
+        CHECK(e.line() == 11);
+        CHECK(has(e.what(), "driver.tiers[1] (tier 1), key 'workers' = \"lots\" refused by driver tiered"));
+    }
+    SUBCASE("a limit every driver takes")
+    {
+        ConfigFile f(tiered + "[driver.options]\nmax_object_bytes = \"1M\"\n"
+                     "[[driver.tiers]]\ndriver = \"memory\"\n"
+                     "[[driver.tiers]]\ndriver = \"memory\"\nstore = \"config-tiers-limit\"\n"
+                     "max_object_bytes = \"zzz\"\n");  // line 10
+        const auto e = open_refusal(f);
+        CAPTURE(e.what());
+        CHECK(e.line() == 10);
+        CHECK(has(e.what(), "driver.tiers[1] (tier 1), key 'max_object_bytes' = \"zzz\""));
+    }
+    SUBCASE("a tier's key that reads as a sibling tier's option")
+    {
+        TempDir root("kvblob-config-tiers");
+        ConfigFile f(tiered + "[[driver.tiers]]\ndriver = \"memory\"\n\"tier.1.root\" = \"/nonexistent\"\n"  // line 5
+                     "[[driver.tiers]]\ndriver = \"file\"\nroot = \"" + root.path() + "\"\n");
+        const auto e = open_refusal(f);
+        CAPTURE(e.what());
+        CHECK(e.line() == 5);
+        CHECK(has(e.what(), "driver.tiers[0] (tier 0), key 'tier.1.root' = \"/nonexistent\""));
+    }
+    SUBCASE("a tier of tiers: the option of the tier it names in turn")
+    {
+        ConfigFile f(tiered + "[[driver.tiers]]\ndriver = \"memory\"\nstore = \"config-tiers-nested-top\"\n"
+                     "[[driver.tiers]]\ndriver = \"tiered\"\n"
+                     "\"tier.0.driver\" = \"memory\"\n\"tier.0.store\" = \"config-tiers-nested-0\"\n"
+                     "\"tier.0.workers\" = 2\n"
+                     "\"tier.1.driver\" = \"memory\"\n\"tier.1.store\" = \"config-tiers-nested-1\"\n"
+                     "\"tier.1.workers\" = \"lots\"\n");  // line 13
+        const auto e = open_refusal(f);
+        CAPTURE(e.what());
+        CHECK(e.line() == 13);
+        CHECK(has(e.what(), "driver.tiers[1] (tier 1), key 'tier.1.workers' = \"lots\""));
+    }
+}
+
+TEST_CASE("config tiers: a tier that cannot be loaded or opened is reported at its driver key")
+{
+    const std::string head = "[driver]\nname = \"tiered\"\n[[driver.tiers]]\ndriver = \"memory\"\n"
+                             "store = \"config-tiers-failed\"\n";
+    SUBCASE("a driver found nowhere")
+    {
+        ConfigFile f(head + "[[driver.tiers]]\ndriver = \"no-such-tier-driver\"\n");  // line 7
+        const auto e = open_refusal(f);
+        CAPTURE(e.what());
+        CHECK(e.line() == 7);
+        CHECK(e.column() == 10);
+        CHECK(has(e.what(), "driver.tiers[1] (tier 1), key 'driver' = \"no-such-tier-driver\": driver tiered ("));
+        CHECK(has(e.what(), "could not load or open the tier: [R-LOAD-9]"));  // the tiered driver's rule
+        CHECK(has(e.what(), "tier 1 (no-such-tier-driver) refused: stage open, R-LOAD-1"));  // and the tier's
+    }
+    SUBCASE("a path to a file that is not a plugin")
+    {
+        ConfigFile f(head + "[[driver.tiers]]\ndriver = \"not-a-plugin.so\"\n");
+        std::ofstream(f.dir / "not-a-plugin.so") << "text\n";
+        const auto e = open_refusal(f);
+        CAPTURE(e.what());
+        CHECK(e.line() == 7);
+        CHECK(has(e.what(), "driver.tiers[1] (tier 1), key 'driver' = \"" + (f.dir / "not-a-plugin.so").string()));
+        CHECK(has(e.what(), "R-LOAD-1"));
+    }
+    SUBCASE("a store that cannot be reached")
+    {
+        ConfigFile f(head + "[[driver.tiers]]\ndriver = \"redis\"\nurl = \"redis://127.0.0.1:1\"\n"
+                     "connect_timeout_ms = 200\n");
+        const auto e = open_refusal(f);
+        CAPTURE(e.what());
+        CHECK(e.line() == 7);
+        CHECK(has(e.what(), "driver.tiers[1] (tier 1), key 'driver' = \"redis\""));
+        CHECK(has(e.what(), "tier 1 (redis) refused: stage init"));
+    }
+    SUBCASE("the flat form: at the tier.N.driver option")
+    {
+        ConfigFile f("[driver]\nname = \"tiered\"\n[driver.options]\n\"tier.0.driver\" = \"memory\"\n"
+                     "\"tier.1.driver\" = \"no-such-tier-driver\"\n");  // line 5
+        const auto e = open_refusal(f);
+        CAPTURE(e.what());
+        CHECK(e.line() == 5);
+        CHECK(has(e.what(), "option 'tier.1.driver' = \"no-such-tier-driver\": driver tiered ("));
+    }
+}
+
+TEST_CASE("config tiers: an untrusted tier file is refused, and the refusal suggests what works for a tier")
+{
+    ConfigFile f("[driver]\nname = \"tiered\"\nallow_untrusted_file = true\n"
+                 "[[driver.tiers]]\ndriver = \"libkvblob_copied.so\"\n"  // line 5
+                 "[[driver.tiers]]\ndriver = \"memory\"\nstore = \"config-tiers-untrusted\"\n");
+    const fs::path copy = f.dir / "libkvblob_copied.so";
+    fs::copy_file(std::string(KVBLOB_PLUGIN_DIR) + "/libkvblob_memory.so", copy);
+    fs::permissions(copy, fs::perms::others_write, fs::perm_options::add);
+    const auto e = open_refusal(f);
+    CAPTURE(e.what());
+    CHECK(e.line() == 5);
+    CHECK(has(e.what(), "R-LOAD-10: the file is world-writable"));
+    // allow_untrusted_file = true is there, and allows the tiered driver's
+    // own file only (plugins/tiered/README.md): suggesting it is no help.
+    CHECK_FALSE(has(e.what(), "to load it anyway"));
+    CHECK(has(e.what(), "no setting allows a tier's untrusted file"));
+    CHECK(has(e.what(), "owned by root or this process's user"));
+}

@@ -59,6 +59,20 @@ TEST_CASE("a world-writable plugin file is refused before it is opened, unless a
     CHECK_NOTHROW(kvblob::Plugin::load(copy.path.string(), allow));
 }
 
+TEST_CASE("an untrusted plugin file's refusal suggests no setting where none can allow it (R-LOAD-10)")
+{
+    // The tiered driver loads its tiers so: no setting of its allows a
+    // tier's untrusted file, and it says what works instead.
+    PluginCopy copy;
+    fs::permissions(copy.path, fs::perms::others_write, fs::perm_options::add);
+    kvblob::LoadOptions none_allows;
+    none_allows.allow_untrusted_words.clear();
+    auto e = refusal(copy.path, none_allows);
+    CHECK(e.rule() == "R-LOAD-10");
+    CHECK(std::string(e.what()).find("world-writable") != std::string::npos);
+    CHECK(std::string(e.what()).find("to load it anyway") == std::string::npos);
+}
+
 TEST_CASE("a plugin file owned by another user who is not root is refused, unless allowed (R-LOAD-10)")
 {
     if (geteuid() != 0) {

@@ -44,8 +44,9 @@ struct PyPlugin {
         const Options given = merged(options);
         auto d = std::make_shared<PyDriver>();
         py::gil_scoped_release nogil;
-        // From a config file, a value of the file's the driver refuses is
-        // named at its line (ConfigError).
+        // From a config file, a value of the file's the driver refuses, or
+        // a tier of the file's that cannot be loaded or opened, is named at
+        // its line (ConfigError).
         if (config) {
             DriverConfig labelled = *config;
             if (metrics_label) labelled.metrics_label = *metrics_label;

@@ -3,8 +3,11 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "config_nodes.hpp"
@@ -157,6 +160,122 @@ Plugin load_configured_plugin(const DriverConfig &config)
     }
 }
 
+namespace {
+
+// The tier a driver made of drivers names in its refusal: the tiered driver
+// passes a tier's on as "tier 1 (file) refused: ..." (and a tier that is
+// itself tiered passes on its own tier's: "tier 1 (tiered) refused: ...
+// tier 0 (file) refused: ..."). prefix is the start of that tier's keys
+// among the file's options ("tier.1.", "tier.1.tier.0."); words_at is
+// where the message names the tier, after which it quotes the tier's own
+// option names.
+struct NamedTier {
+    std::string prefix;
+    size_t words_at = 0;
+};
+
+// Where "tier N (" stands in said from from on, and N; npos when nowhere.
+std::pair<size_t, std::string> next_tier_named(const std::string &said, size_t from)
+{
+    for (size_t at = said.find("tier ", from); at != std::string::npos; at = said.find("tier ", at + 1)) {
+        if (at > 0 && std::isalpha(static_cast<unsigned char>(said[at - 1]))) continue;  // "frontier 2 ("
+        const size_t digits = at + 5, end = said.find_first_not_of("0123456789", digits);
+        if (end != digits && end != std::string::npos && said.compare(end, 2, " (") == 0)
+            return {at, said.substr(digits, end - digits)};
+    }
+    return {std::string::npos, {}};
+}
+
+bool has_key(const Options &options, const std::string &key)
+{
+    return std::any_of(options.begin(), options.end(), [&](const auto &o) { return o.first == key; });
+}
+
+// The innermost tier said names that the file gives (its tier.N.driver is
+// among options); none where the message names no tier of the file's.
+std::optional<NamedTier> tier_named_in(const std::string &said, const Options &options)
+{
+    std::optional<NamedTier> named;
+    std::string prefix;
+    for (size_t from = 0;;) {
+        const auto [at, index] = next_tier_named(said, from);
+        if (at == std::string::npos || !has_key(options, prefix + "tier." + index + ".driver")) return named;
+        prefix += "tier." + index + ".";
+        from = at + 1;
+        named = NamedTier{prefix, from};
+    }
+}
+
+// The first of candidates (indexes into options) whose key, less strip
+// leading characters, said names from from on: quoted, as drivers write an
+// option ('workers'), or, where bare_too, else bare.
+std::optional<size_t> first_named(const std::string &said, size_t from, const Options &options,
+                                  const std::vector<size_t> &candidates, size_t strip, bool bare_too)
+{
+    size_t best = std::string::npos, which = 0;
+    for (const bool quoted : {true, false}) {
+        if (!quoted && !bare_too) break;
+        for (const size_t i : candidates) {
+            const std::string name = options[i].first.substr(strip);
+            const size_t at = said.find(quoted ? "'" + name + "'" : name, from);
+            if (at < best) best = at, which = i;
+        }
+        if (best != std::string::npos) return which;
+    }
+    return std::nullopt;
+}
+
+// Which of the file's options a refusal of open is about (an index into
+// options), or none. Where the message names a tier, that tier's options
+// are looked at first (a sibling tier or the driver's own options may well
+// have an option of the same name), and a refusal that names none of them
+// is the tier's own, at its driver key. Otherwise, for a bad option, the
+// option the message names first (R-OPN-1 says it names one).
+std::optional<size_t> entry_refused(const std::string &said, bool bad_option, const Options &options)
+{
+    if (const auto tier = tier_named_in(said, options)) {
+        std::vector<size_t> of_tier;
+        for (size_t i = 0; i < options.size(); ++i)
+            if (options[i].first.rfind(tier->prefix, 0) == 0) of_tier.push_back(i);
+        if (bad_option)
+            if (const auto which =
+                    first_named(said, tier->words_at, options, of_tier, tier->prefix.size(), false))
+                return which;
+        for (const size_t i : of_tier)
+            if (options[i].first == tier->prefix + "driver") return i;
+    }
+    if (!bad_option) return std::nullopt;
+    std::vector<size_t> every(options.size());
+    for (size_t i = 0; i < every.size(); ++i) every[i] = i;
+    return first_named(said, 0, options, every, 0, true);
+}
+
+// A refusal of open as a mistake in the file, at the line and column of
+// the option it is about: an option the driver refused, or a tier's driver
+// where the tier could not be loaded or opened. Scrubbed as the driver's
+// own words are: a secret option's value, or a URL with a password in it,
+// is shown redacted, and no secret any option holds is left in the rest of
+// the message.
+ConfigError refusal_at(const Plugin &plugin, const DriverConfig &config, const Options &all, size_t which,
+                       const LoadError &e)
+{
+    const ConfigPosition at = which < config.option_positions.size() ? config.option_positions[which] : ConfigPosition{};
+    const auto &[key, value] = config.options[which];
+    const bool hidden = plugin.secret_option(key, all) || holds_credentials(value);
+    const auto tier = config.tier_tables ? tier_of(key) : std::nullopt;
+    const std::string named = tier ? "driver.tiers[" + std::to_string(tier->index) + "] (tier " +
+                                         std::to_string(tier->index) + "), key '" + tier->option + "'"
+                                   : "option '" + key + "'";
+    const std::string by = "driver " + plugin.name() + " (" + e.file() + ")";
+    const std::string what = e.rule() == "R-OPN-1" ? " refused by " + by : ": " + by + " could not load or open the tier";
+    return ConfigError(config.file, at.line, at.column,
+                       without_secrets(named + " = " + (hidden ? std::string(redacted_value) : "\"" + value + "\"") +
+                                           what + ": [" + e.rule() + "] " + e.problems().front().reason,
+                                       plugin.secrets_in(all)));
+}
+
+}  // namespace
+
 Driver open_configured_driver(const Plugin &plugin, const DriverConfig &config, const Options &extra, LogSink log)
 {
     Options all = config.options;
@@ -164,50 +283,14 @@ Driver open_configured_driver(const Plugin &plugin, const DriverConfig &config, 
     try {
         return plugin.open(all, std::move(log), {}, config.metrics_label);
     } catch (const LoadError &e) {
-        if (e.stage() != LoadStage::init || e.rule() != "R-OPN-1") throw;
-        // The option the driver's message names first (R-OPN-1 says it names
-        // one): quoted, as drivers write it ('workers'), or else bare.
+        // Only open's own refusal: a bad option (R-OPN-1), or any other
+        // failure (R-LOAD-9), such as a tier that could not be loaded or
+        // opened. What the host found wrong with the driver is its own.
+        if (e.stage() != LoadStage::init || (e.rule() != "R-OPN-1" && e.rule() != "R-LOAD-9")) throw;
         const std::string &said = e.problems().front().reason;
-        size_t best = std::string::npos, which = 0;
-        for (const bool quoted : {true, false}) {
-            for (size_t i = 0; i < config.options.size(); ++i) {
-                const std::string &key = config.options[i].first;
-                const size_t at = said.find(quoted ? "'" + key + "'" : key);
-                if (at < best) best = at, which = i;
-            }
-            if (best != std::string::npos) break;
-        }
-        // A tier's refusal, passed on by a driver made of drivers, names the
-        // tier ("tier 1 (file) refused: ... option 'root' ...") and then the
-        // tier's own option.
-        if (best == std::string::npos)
-            for (size_t i = 0; i < config.options.size(); ++i)
-                if (const auto tier = tier_of(config.options[i].first))
-                    if (const size_t named = said.find("tier " + std::to_string(tier->index) + " (");
-                        named != std::string::npos) {
-                        const size_t at = said.find("'" + tier->option + "'", named);
-                        if (at < best) best = at, which = i;
-                    }
-        const bool overridden = best != std::string::npos &&
-                                std::any_of(extra.begin(), extra.end(),
-                                            [&](const auto &o) { return o.first == config.options[which].first; });
-        if (best == std::string::npos || overridden) throw;  // not the file's value that was refused
-        const ConfigPosition at = which < config.option_positions.size() ? config.option_positions[which] : ConfigPosition{};
-        // Scrubbed as the driver's own words are: a secret option's value, or
-        // a URL with a password in it, is shown redacted, and no secret any
-        // option holds is left in the rest of the message.
-        const auto &[key, value] = config.options[which];
-        const bool hidden = plugin.secret_option(key, all) || holds_credentials(value);
-        const auto tier = config.tier_tables ? tier_of(key) : std::nullopt;
-        const std::string named = tier ? "driver.tiers[" + std::to_string(tier->index) + "] (tier " +
-                                             std::to_string(tier->index) + "), key '" + tier->option + "'"
-                                       : "option '" + key + "'";
-        throw ConfigError(config.file, at.line, at.column,
-                          without_secrets(named + " = " +
-                                              (hidden ? std::string(redacted_value) : "\"" + value + "\"") +
-                                              " refused by driver " + plugin.name() + " (" + e.file() +
-                                              "): [R-OPN-1] " + said,
-                                          plugin.secrets_in(all)));
+        const auto which = entry_refused(said, e.rule() == "R-OPN-1", config.options);
+        if (!which || has_key(extra, config.options[*which].first)) throw;  // not the file's value that was refused
+        throw refusal_at(plugin, config, all, *which, e);
     }
 }
 

@@ -193,7 +193,11 @@ PluginFile open_plugin_file(const std::string &file, const LoadOptions &options)
 
     std::vector<LoadProblem> problems;
     if (!options.allow_untrusted_file) {
-        const std::string allow = " (" + options.allow_untrusted_words + " to load it anyway)";
+        // Where no setting can allow the file (allow_untrusted_words empty),
+        // none is suggested: the caller says what does work.
+        const std::string allow = options.allow_untrusted_words.empty()
+                                      ? std::string()
+                                      : " (" + options.allow_untrusted_words + " to load it anyway)";
         if (st2.st_mode & S_IWOTH)
             problems.push_back({"R-LOAD-10", "the file" + resolved + " is world-writable (mode " +
                                                  octal(st2.st_mode) + "): anyone could have replaced its code" +

@@ -78,12 +78,16 @@ Plugin load_configured_plugin(const DriverConfig &config);
 
 // Opens a driver of plugin with config's options, then extra (a later value
 // of one option wins in the driver). When the driver refuses an option of
-// the file's (R-OPN-1: its message names the option, or, for a tier's
-// option, the tier "tier N (" and then the tier's option), that is a
-// ConfigError at the option's line and column, like every other mistake in
-// the file, naming the option (a tier's as driver.tiers[N] and its key);
-// any other refusal is the loader's LoadError. No secret is printed
-// (Plugin::secret_option among the options: a tier's secret too).
+// the file's (R-OPN-1: its message names the option), that is a ConfigError
+// at the option's line and column, like every other mistake in the file,
+// naming the option (a tier's as driver.tiers[N] and its key). Where the
+// message names a tier of the file's ("tier N (driver) refused: ...", as
+// the tiered driver passes a tier's refusal on), the option is looked for
+// among that tier's options first, and a tier that refused no option of
+// its own, or could not be loaded or opened at all (R-LOAD-9), is a
+// ConfigError at the tier's driver key. Any other refusal is the loader's
+// LoadError. No secret is printed (Plugin::secret_option among the
+// options: a tier's secret too).
 Driver open_configured_driver(const Plugin &plugin, const DriverConfig &config, const Options &extra = {},
                               LogSink log = {});
 

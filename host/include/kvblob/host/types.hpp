@@ -69,8 +69,10 @@ struct LoadOptions {
     bool lend_notify = true;
     // How an R-LOAD-10 refusal tells the user to load the file anyway: the
     // setting's name where the user came from (the config key by default;
-    // the command-line tools say --allow-untrusted-plugin). Last, so that
-    // the fields above keep their places in aggregate initialization.
+    // the command-line tools say --allow-untrusted-plugin). Empty where no
+    // setting can allow the file (the tiered driver's tiers): the refusal
+    // then suggests none. Last, so that the fields above keep their places
+    // in aggregate initialization.
     std::string allow_untrusted_words = "allow_untrusted_file";
     // Count the drivers' metrics (kvblob/host/metrics.hpp). false: their
     // snapshots stay zero and they are not listed among the open drivers.
