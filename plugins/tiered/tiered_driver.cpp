@@ -202,6 +202,64 @@ void LogForward::line(size_t tier, const std::string &driver, kvblob_log_level l
     host.log(host.context, level, prefixed.c_str());
 }
 
+namespace {
+
+// Every tier's plugin, loaded before any tier opens: which of a tier's
+// options are secret is known once its plugin is, and each tier's refusal
+// and log lines are scrubbed of every tier's secrets (Tier::secrets).
+std::vector<Tier> load_tiers(const std::vector<TierSpec> &specs)
+{
+    kvblob::LoadOptions load;
+    if (auto folder = own_folder(); !folder.empty()) load.search_dirs.push_back(folder);
+    // Nothing allows a tier's untrusted file (allow_untrusted_file is the
+    // tiered driver's own file's): the refusal says what works instead.
+    load.allow_untrusted_words.clear();
+    std::vector<Tier> tiers(specs.size());
+    std::vector<std::string> secrets;
+    for (size_t t = 0; t < specs.size(); ++t) {
+        Tier &tier = tiers[t];
+        tier.index = t;
+        tier.driver = specs[t].driver;
+        tier.secrets = secrets;
+        try {
+            tier.plugin.emplace(kvblob::Plugin::load(specs[t].driver, load));
+        } catch (const kvblob::LoadError &e) {
+            throw support::OpenError(KVBLOB_E_STORE, "option 'tier." + std::to_string(t) + ".driver': " + refusal(tier, e));
+        }
+        for (auto &secret : tier.plugin->secrets_in(specs[t].options)) secrets.push_back(std::move(secret));
+    }
+    // Longest first, as secrets_in's: a secret that holds another goes whole.
+    std::sort(secrets.begin(), secrets.end(), [](const auto &a, const auto &b) { return a.size() > b.size(); });
+    for (Tier &tier : tiers) tier.secrets = secrets;
+    return tiers;
+}
+
+// Opens each loaded tier, its log lines passed on through forward.
+void open_tiers(std::vector<Tier> &tiers, const std::vector<TierSpec> &specs, const std::shared_ptr<LogForward> &forward)
+{
+    for (size_t t = 0; t < tiers.size(); ++t) {
+        Tier &tier = tiers[t];
+        kvblob::LogSink sink = [forward, t, name = specs[t].driver](kvblob_log_level level, const std::string &text) {
+            forward->line(t, name, level, text);
+        };
+        try {
+            tier.handle.emplace(tier.plugin->open(specs[t].options, std::move(sink)));
+        } catch (const kvblob::LoadError &e) {
+            // A tier's option it refused is the tiered open's bad option.
+            const bool bad_option = std::any_of(e.problems().begin(), e.problems().end(),
+                                                [](const auto &p) { return p.rule == "R-OPN-1"; });
+            const std::string why = refusal(tier, e);
+            if (bad_option) throw support::OptionError("option tier." + std::to_string(t) + ".*: " + why);
+            throw support::OpenError(KVBLOB_E_STORE, why);
+        } catch (const std::exception &e) {
+            throw support::OpenError(KVBLOB_E_STORE, tier.label() + " could not be opened: " +
+                                                         kvblob::without_secrets(e.what(), tier.secrets));
+        }
+    }
+}
+
+}  // namespace
+
 std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args, kvblob_caps_t &caps)
 {
     SplitOptions split = split_tier_options(args);
@@ -220,57 +278,12 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
         forward->host.log = args.host->log;
     }
 
-    kvblob::LoadOptions load;
-    if (auto folder = own_folder(); !folder.empty()) load.search_dirs.push_back(folder);
-    // Nothing allows a tier's untrusted file (allow_untrusted_file is the
-    // tiered driver's own file's): the refusal says what works instead.
-    load.allow_untrusted_words.clear();
-
-    // Every tier's plugin first: which of a tier's options are secret is
-    // known once its plugin is, and each tier's refusal and log lines are
-    // scrubbed of every tier's secrets (Tier::secrets).
-    std::vector<Tier> tiers(split.tiers.size());
-    std::vector<std::string> secrets;
-    for (size_t t = 0; t < split.tiers.size(); ++t) {
-        const TierSpec &spec = split.tiers[t];
-        Tier &tier = tiers[t];
-        tier.index = t;
-        tier.driver = spec.driver;
-        tier.secrets = secrets;
-        try {
-            tier.plugin.emplace(kvblob::Plugin::load(spec.driver, load));
-        } catch (const kvblob::LoadError &e) {
-            throw support::OpenError(KVBLOB_E_STORE, "option 'tier." + std::to_string(t) + ".driver': " + refusal(tier, e));
-        }
-        for (auto &secret : tier.plugin->secrets_in(spec.options)) secrets.push_back(std::move(secret));
-    }
-    // Longest first, as secrets_in's: a secret that holds another goes whole.
-    std::sort(secrets.begin(), secrets.end(), [](const auto &a, const auto &b) { return a.size() > b.size(); });
+    std::vector<Tier> tiers = load_tiers(split.tiers);
     {
         std::lock_guard lock(forward->mu);
-        forward->secrets = secrets;
+        forward->secrets = tiers.front().secrets;
     }
-    for (size_t t = 0; t < split.tiers.size(); ++t) {
-        const TierSpec &spec = split.tiers[t];
-        Tier &tier = tiers[t];
-        tier.secrets = secrets;
-        kvblob::LogSink sink = [forward, t, name = spec.driver](kvblob_log_level level, const std::string &text) {
-            forward->line(t, name, level, text);
-        };
-        try {
-            tier.handle.emplace(tier.plugin->open(spec.options, std::move(sink)));
-        } catch (const kvblob::LoadError &e) {
-            // A tier's option it refused is the tiered open's bad option.
-            const bool bad_option = std::any_of(e.problems().begin(), e.problems().end(),
-                                                [](const auto &p) { return p.rule == "R-OPN-1"; });
-            const std::string why = refusal(tier, e);
-            if (bad_option) throw support::OptionError("option tier." + std::to_string(t) + ".*: " + why);
-            throw support::OpenError(KVBLOB_E_STORE, why);
-        } catch (const std::exception &e) {
-            throw support::OpenError(KVBLOB_E_STORE, tier.label() + " could not be opened: " +
-                                                         kvblob::without_secrets(e.what(), secrets));
-        }
-    }
+    open_tiers(tiers, split.tiers, forward);
 
     if (const std::string one = tiers_of_one_store(tiers, [&](const std::string &line) {
             forward->line_of_driver(KVBLOB_LOG_DEBUG, line);

@@ -268,7 +268,7 @@ TEST_CASE("tiered: options are refused naming the key, the tier and its driver")
     }
 }
 
-TEST_CASE("tiered: two tiers that are one store are refused, naming both; tiers of their own open and keep nothing of the check")
+TEST_CASE("tiered: two tiers that are one store are refused, naming both, and tiers of their own open and keep nothing of the check")
 {
     // The top tier's eviction would remove the only copy (contract,
     // "Eviction": only an object held whole below is evicted).
