@@ -40,6 +40,7 @@ struct Gate {
         return [this](kvblob_log_level, const std::string &line) {
             std::unique_lock lock(mu);
             lines.push_back(line);
+            cv.notify_all();  // a wait_line_or may wait for this line
             if (!armed || line.find(text) == std::string::npos) return;
             armed = false;
             holding = true;
