@@ -73,6 +73,12 @@ TEST_CASE("config tiers: a mistake in a tier names the file, the table's index a
         CHECK(e.line() == 5);
     }
     {
+        // Flat tier keys written bare: TOML reads them as a table "tier".
+        const auto e = config_error("[driver]\nname = \"tiered\"\n[driver.options]\ntier.0.driver = \"memory\"\n");
+        CHECK(has(e.what(), "option 'tier' is a table, not a value: a key with dots in it is quoted in TOML"));
+        CHECK(e.line() == 4);
+    }
+    {
         const auto e = config_error(head + "[[driver.tiers]]\ndriver = \"file\"\nroot = [\"/x\"]\n");
         CHECK(has(e.what(), "driver.tiers[1] (tier 1), key 'root' must be a string, a number or a boolean"));
         CHECK(e.line() == 7);

@@ -45,6 +45,11 @@ std::string scalar_text(const fs::path &file, const std::string &what, const tom
         const auto end = std::to_chars(buf, buf + sizeof buf, d).ptr;
         return std::string(buf, end);
     }
+    // A dotted key written bare (tier.0.driver = "memory") is a table in
+    // TOML: say how to write the one key meant.
+    if (node.is_table())
+        fail(file, node.source(), what + " is a table, not a value: a key with dots in it is quoted in TOML "
+                                          "(\"tier.0.driver\" = \"memory\"; a tiered driver's tiers may be [[driver.tiers]] tables)");
     fail(file, node.source(), what + " must be a string, a number or a boolean");
 }
 
