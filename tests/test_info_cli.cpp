@@ -71,6 +71,12 @@ TEST_CASE("kvblob-info usage errors exit 2, while --help and --version exit 0")
 {
     CHECK(info("").exit_code == 2);
     CHECK(info(fixture("good") + " --option nokeyvalue").exit_code == 2);
+    // A secret given with the wrong separator is not echoed: only what can
+    // be a key.
+    auto colon = info("memory --option token:hunter2-colon");
+    CHECK(colon.exit_code == 2);
+    CHECK(colon.output.find("option 'token... (the rest not shown)' is not key=value") != std::string::npos);
+    CHECK(colon.output.find("hunter2-colon") == std::string::npos);
     auto help = info("--help");
     CHECK(help.exit_code == 0);
     CHECK(help.output.find("Exit codes") != std::string::npos);

@@ -58,6 +58,10 @@ TEST_CASE("a config option the driver refuses is reported without the secret it 
              {"url = \"redis://app:hunter2-url@localhost:1/0\"", {"hunter2-url"}},
              {"url = \"redis://app:p%40ss-hunter2@localhost:1\"", {"p%40ss-hunter2", "p@ss-hunter2"}},
              {"dsn = \"host=db password=hunter2-dsn\"", {"hunter2-dsn"}},
+             // Misspellings of the memory driver's secret option token, which
+             // no part of looks_secret's words covers.
+             {"tokne = \"hunter2-tokne\"", {"hunter2-tokne"}},
+             {"tken = \"hunter2-tken\"", {"hunter2-tken"}},
          }) {
         const auto e = refused("[driver]\nname = \"memory\"\n[driver.options]\n" + line + "\n");
         const std::string what = e.what();

@@ -258,7 +258,15 @@ Options parse_option_assignments(const std::vector<std::string> &words)
     Options options;
     for (const auto &kv : words) {
         auto eq = kv.find('=');
-        if (eq == std::string::npos || eq == 0) throw std::invalid_argument("option '" + kv + "' is not key=value");
+        if (eq == std::string::npos || eq == 0) {
+            // Shown up to what cannot be part of a key: the rest may be a
+            // secret with the wrong separator (token:VALUE).
+            const size_t key_end = kv.find_first_not_of(
+                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
+            const std::string shown =
+                key_end == std::string::npos ? kv : kv.substr(0, key_end) + "... (the rest not shown)";
+            throw std::invalid_argument("option '" + shown + "' is not key=value");
+        }
         options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     }
     return options;
@@ -459,12 +467,19 @@ Plugin Plugin::load(const std::string &spec, const LoadOptions &options)
 
 bool Plugin::secret_option(std::string_view name) const
 {
-    if (const auto *flags = option_flags(*table_, abi_version_))
-        for (uint64_t i = 0; i < table_->option_count; ++i)
-            if (table_->options[i].name && name == table_->options[i].name)
-                return (flags[i] & KVBLOB_OPTION_FLAG_SECRET) != 0;
-    // A 1.0 driver cannot mark its secrets: judge by the name, erring on the
-    // side of hiding.
+    if (const auto *flags = option_flags(*table_, abi_version_)) {
+        std::vector<std::string> flagged;
+        for (uint64_t i = 0; i < table_->option_count; ++i) {
+            if (!table_->options[i].name) continue;
+            if (name == table_->options[i].name) return (flags[i] & KVBLOB_OPTION_FLAG_SECRET) != 0;
+            if (flags[i] & KVBLOB_OPTION_FLAG_SECRET) flagged.emplace_back(table_->options[i].name);
+        }
+        // Not an option of the driver's: a misspelling of one it flags
+        // secret ("pasword", "tokne") holds the secret all the same.
+        if (!nearest_name(std::string(name), flagged).empty()) return true;
+    }
+    // A 1.0 driver cannot mark its secrets, and an unknown option may be
+    // anything: judge by the name, erring on the side of hiding.
     return looks_secret(name);
 }
 

@@ -78,7 +78,9 @@ public:
 
     // Whether an option's value must never be printed: the driver's
     // KVBLOB_OPTION_FLAG_SECRET (ABI 1.1), or looks_secret() for a driver
-    // negotiated at 1.0 or for an option the driver does not describe.
+    // negotiated at 1.0 or for an option the driver does not describe; an
+    // option the driver does not describe whose name is a likely misspelling
+    // of one it flags secret ("pasword" for "password") is secret too.
     bool secret_option(std::string_view name) const;
     // The same for an option given among options, which also knows the
     // options of a driver made of drivers (the tiered driver): a key
