@@ -47,9 +47,9 @@ constexpr const char *untrusted_tier_advice =
     "tier's file owned by root or this process's user, and neither it nor its folder writable by others)";
 
 // What a tier's refusal of the tiered open says: the tier, its driver, and
-// the loader's stage and rules (the host took the tier's own secrets out;
-// this the other tiers').
-std::string refusal(const Tier &tier, const kvblob::LoadError &e)
+// the loader's stage and rules, without the stack's secrets (the host took
+// the tier's own out; this the other tiers').
+std::string refusal(const Tier &tier, const kvblob::LoadError &e, const std::vector<std::string> &secrets)
 {
     std::string text = tier.label() + " refused: stage " + kvblob::to_string(e.stage());
     bool untrusted = false;
@@ -57,7 +57,7 @@ std::string refusal(const Tier &tier, const kvblob::LoadError &e)
         text += ", " + p.rule + ": " + p.reason;
         untrusted = untrusted || p.rule == "R-LOAD-10";
     }
-    return kvblob::without_secrets(untrusted ? text + untrusted_tier_advice : text, tier.secrets);
+    return kvblob::without_secrets(untrusted ? text + untrusted_tier_advice : text, secrets);
 }
 
 // ---- scenario hooks: which are offered --------------------------------------
@@ -205,9 +205,9 @@ void LogForward::line(size_t tier, const std::string &driver, kvblob_log_level l
 namespace {
 
 // Every tier's plugin, loaded before any tier opens: which of a tier's
-// options are secret is known once its plugin is, and each tier's refusal
-// and log lines are scrubbed of every tier's secrets (Tier::secrets).
-std::vector<Tier> load_tiers(const std::vector<TierSpec> &specs)
+// options are secret is known once its plugin is, and what each tier says
+// is scrubbed of every tier's secrets. secrets: the stack's, longest first.
+std::vector<Tier> load_tiers(const std::vector<TierSpec> &specs, std::vector<std::string> &secrets)
 {
     kvblob::LoadOptions load;
     if (auto folder = own_folder(); !folder.empty()) load.search_dirs.push_back(folder);
@@ -215,26 +215,24 @@ std::vector<Tier> load_tiers(const std::vector<TierSpec> &specs)
     // tiered driver's own file's): the refusal says what works instead.
     load.allow_untrusted_words.clear();
     std::vector<Tier> tiers(specs.size());
-    std::vector<std::string> secrets;
     for (size_t t = 0; t < specs.size(); ++t) {
         Tier &tier = tiers[t];
         tier.index = t;
         tier.driver = specs[t].driver;
-        tier.secrets = secrets;
         try {
             tier.plugin.emplace(kvblob::Plugin::load(specs[t].driver, load));
         } catch (const kvblob::LoadError &e) {
-            throw support::OpenError(KVBLOB_E_STORE, "option 'tier." + std::to_string(t) + ".driver': " + refusal(tier, e));
+            throw support::OpenError(KVBLOB_E_STORE, "option 'tier." + std::to_string(t) + ".driver': " + refusal(tier, e, secrets));
         }
         for (auto &secret : tier.plugin->secrets_in(specs[t].options)) secrets.push_back(std::move(secret));
     }
     // Longest first, as secrets_in's: a secret that holds another goes whole.
     std::sort(secrets.begin(), secrets.end(), [](const auto &a, const auto &b) { return a.size() > b.size(); });
-    for (Tier &tier : tiers) tier.secrets = secrets;
     return tiers;
 }
 
-// Opens each loaded tier, its log lines passed on through forward.
+// Opens each loaded tier, its log lines passed on through forward, whose
+// secrets (the stack's) are set.
 void open_tiers(std::vector<Tier> &tiers, const std::vector<TierSpec> &specs, const std::shared_ptr<LogForward> &forward)
 {
     for (size_t t = 0; t < tiers.size(); ++t) {
@@ -248,12 +246,12 @@ void open_tiers(std::vector<Tier> &tiers, const std::vector<TierSpec> &specs, co
             // A tier's option it refused is the tiered open's bad option.
             const bool bad_option = std::any_of(e.problems().begin(), e.problems().end(),
                                                 [](const auto &p) { return p.rule == "R-OPN-1"; });
-            const std::string why = refusal(tier, e);
+            const std::string why = refusal(tier, e, forward->secrets);
             if (bad_option) throw support::OptionError("option tier." + std::to_string(t) + ".*: " + why);
             throw support::OpenError(KVBLOB_E_STORE, why);
         } catch (const std::exception &e) {
             throw support::OpenError(KVBLOB_E_STORE, tier.label() + " could not be opened: " +
-                                                         kvblob::without_secrets(e.what(), tier.secrets));
+                                                         kvblob::without_secrets(e.what(), forward->secrets));
         }
     }
 }
@@ -278,10 +276,11 @@ std::unique_ptr<TieredDriver> TieredDriver::open(const kvblob_open_args_t &args,
         forward->host.log = args.host->log;
     }
 
-    std::vector<Tier> tiers = load_tiers(split.tiers);
+    std::vector<std::string> secrets;
+    std::vector<Tier> tiers = load_tiers(split.tiers, secrets);
     {
         std::lock_guard lock(forward->mu);
-        forward->secrets = tiers.front().secrets;
+        forward->secrets = std::move(secrets);
     }
     open_tiers(tiers, split.tiers, forward);
 
@@ -466,10 +465,10 @@ kvblob_status TieredDriver::purge(size_t t, const std::string &key)
         const auto r = op.results();
         if (r.at(0).result == KVBLOB_ROW_READY || r.at(0).result == KVBLOB_ROW_MISS) return KVBLOB_OK;
         log(KVBLOB_LOG_WARN, tier.label() + " kept a key staged below: " +
-                                 kvblob::without_secrets(op.message(0), tier.secrets));
+                                 kvblob::without_secrets(op.message(0), secrets()));
     } catch (const std::exception &e) {
         log(KVBLOB_LOG_WARN, tier.label() + " refused to remove a key staged below: " +
-                                 kvblob::without_secrets(e.what(), tier.secrets));
+                                 kvblob::without_secrets(e.what(), secrets()));
     }
     return KVBLOB_E_STORE;
 }
@@ -612,7 +611,7 @@ std::optional<kvblob::Operation> TieredDriver::submit_to(TieredOp &op, size_t t,
         return tier.handle->submit(kind, *batch);
     } catch (const kvblob::CallError &e) {
         return refuse_all(tier.label() + " refused the " + kind_name(kind) + ": " +
-                          kvblob::without_secrets(e.what(), tier.secrets));
+                          kvblob::without_secrets(e.what(), secrets()));
     } catch (const std::exception &e) {
         return refuse_all(tier.label() + " refused the " + kind_name(kind) + ": " + e.what());
     }
@@ -636,7 +635,7 @@ void TieredDriver::collect(TieredOp &op, size_t t, const kvblob::Operation &tier
         if (results[k].result == KVBLOB_ROW_MISS && !miss_messages) continue;
         if (results[k].result != KVBLOB_ROW_READY) {
             std::string text = tier_op.message(k);
-            out[k].message = tier.label() + ": " + kvblob::without_secrets(text, tier.secrets);
+            out[k].message = tier.label() + ": " + kvblob::without_secrets(text, secrets());
         }
     }
     // The tier keeps the caller's memory for good: so does this driver.
@@ -1009,7 +1008,7 @@ std::vector<TierAnswer> TieredDriver::ask_own(size_t t, kvblob::OpKind kind, Blo
             {sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, block.bytes.data(), block.bytes.size(), 0, 0});
     } catch (const std::exception &e) {
         return fail_all(tier.label() + " refused the write=back copy's region: " +
-                        kvblob::without_secrets(e.what(), tier.secrets));
+                        kvblob::without_secrets(e.what(), secrets()));
     }
     kvblob::Batch batch;
     for (size_t k : rows)
@@ -1019,7 +1018,7 @@ std::vector<TierAnswer> TieredDriver::ask_own(size_t t, kvblob::OpKind kind, Blo
         tier_op.emplace(tier.handle->submit(kind, batch.get()));
     } catch (const std::exception &e) {
         return fail_all(tier.label() + " refused the " + kind_name(kind) + ": " +
-                        kvblob::without_secrets(e.what(), tier.secrets));
+                        kvblob::without_secrets(e.what(), secrets()));
     }
     while (!tier_op->wait(std::chrono::hours(1))) {
     }
@@ -1028,7 +1027,7 @@ std::vector<TierAnswer> TieredDriver::ask_own(size_t t, kvblob::OpKind kind, Blo
         out[k].result = results[k].result;
         out[k].code = results[k].driver_code;
         if (results[k].result != KVBLOB_ROW_READY)
-            out[k].message = tier.label() + ": " + kvblob::without_secrets(tier_op->message(k), tier.secrets);
+            out[k].message = tier.label() + ": " + kvblob::without_secrets(tier_op->message(k), secrets());
     }
     if (tier_op->access() == KVBLOB_ACCESS_UNPROVABLE) {
         // The tier may touch the copy for good: it is never freed.
@@ -1137,7 +1136,7 @@ size_t TieredDriver::remove_from_top(std::vector<std::string> keys)
                 if (r[k].result == KVBLOB_ROW_READY || r[k].result == KVBLOB_ROW_MISS) ++removed;
         } catch (const std::exception &e) {
             log(KVBLOB_LOG_WARN, tier.label() + " refused an eviction: " +
-                                     kvblob::without_secrets(e.what(), tier.secrets));
+                                     kvblob::without_secrets(e.what(), secrets()));
         }
     }
     log(KVBLOB_LOG_DEBUG, "evicted " + std::to_string(removed) + " least recently used object(s) from " +

@@ -110,7 +110,12 @@ struct LogForward {
     std::mutex mu;
     kvblob_host_services_t host{};
     bool open = true;
-    std::vector<std::string> secrets;  // every tier's: set before any tier opens
+    // Every tier's secrets, not only the speaking tier's (which the host
+    // scrubs from what a tier says): a value given to two tiers is secret in
+    // what either says. Set before any tier opens, then only read: this
+    // driver scrubs the lines it forwards, its refusals and the tiers' row
+    // messages with them.
+    std::vector<std::string> secrets;
     void line(size_t tier, const std::string &driver, kvblob_log_level level, const std::string &text);
     void line_of_driver(kvblob_log_level level, const std::string &text);  // the tiered driver's own, while opening
 };
@@ -131,11 +136,6 @@ struct Tier {
     std::string driver;                // the name it was given (tier.N.driver)
     std::optional<kvblob::Plugin> plugin;
     std::optional<kvblob::Driver> handle;
-    // Every tier's secrets, not only this tier's (which the host scrubs
-    // from what the tier says): a value given to two tiers is secret in
-    // what either says. This driver scrubs its refusals, row messages and
-    // forwarded log lines with them.
-    std::vector<std::string> secrets;
     std::string label() const { return "tier " + std::to_string(index) + " (" + driver + ")"; }
 };
 
@@ -332,6 +332,8 @@ private:
 
     std::vector<Tier> tiers_;
     std::shared_ptr<LogForward> forward_;
+    // The stack's secrets (LogForward::secrets): fixed once the tiers opened.
+    const std::vector<std::string> &secrets() const { return forward_->secrets; }
     const Settings settings_;
 
     // The top tier's keys, least recently used first (recency.hpp).
