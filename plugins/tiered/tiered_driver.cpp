@@ -608,7 +608,9 @@ std::optional<kvblob::Operation> TieredDriver::submit_to(TieredOp &op, size_t t,
     const kvblob_batch_t *batch = op.tier_batch.build(op, rows, mapped);
     if (!batch) return refuse_all("a span's region is not registered with " + tier.label());
     try {
-        return tier.handle->submit(kind, *batch);
+        // Rows of op, whose admission refused a repeated key (R-ADM-4): the
+        // tier's host need not hash every key again to check it.
+        return tier.handle->submit(kind, *batch, kvblob::Vouch::distinct_keys);
     } catch (const kvblob::CallError &e) {
         return refuse_all(tier.label() + " refused the " + kind_name(kind) + ": " +
                           kvblob::without_secrets(e.what(), secrets()));

@@ -54,12 +54,13 @@ struct Spied {
 
 // Submits batch and requires a host refusal naming rule, with the driver's
 // slot never called.
-void refused_before_dispatch(Spied &s, OpKind kind, Batch &batch, const std::string &rule)
+void refused_before_dispatch(Spied &s, OpKind kind, Batch &batch, const std::string &rule,
+                             kvblob::Vouch vouched = kvblob::Vouch::nothing)
 {
     const spy_slot slot = kind == OpKind::put ? s_put : kind == OpKind::get ? s_get : s_probe;
     const uint64_t before = s.calls(slot);
     try {
-        s.driver.submit(kind, batch.get());
+        s.driver.submit(kind, batch.get(), vouched);
         FAIL("admitted; expected a refusal under " << rule);
     } catch (const kvblob::CallError &e) {
         CHECK(e.rule() == rule);
@@ -81,6 +82,33 @@ TEST_CASE("a valid operation reaches the driver (the spy counts it)")
     auto op = s.driver.submit(OpKind::put, b.get());
     CHECK(s.calls(s_put) == before + 1);
     CHECK(op.results().at(0).result == KVBLOB_ROW_READY);
+}
+
+TEST_CASE("a batch vouched for distinct keys skips only the host's repeated-key check")
+{
+    Spied s;
+    std::vector<uint8_t> memory(4096);
+    auto region = s.region(memory);
+    const auto span = [&](uint64_t offset) { return make_span(region.handle(), offset, 64); };
+    Batch repeated;
+    repeated.row("k", {span(0)}).row("k", {span(64)});
+    refused_before_dispatch(s, OpKind::get, repeated, "R-ADM-4");  // as any caller's, unvouched
+
+    // What a composing driver does with its own admitted rows: the host
+    // takes its word for the keys, and the driver is called.
+    const uint64_t before = s.calls(s_get);
+    auto op = s.driver.submit(OpKind::get, repeated.get(), kvblob::Vouch::distinct_keys);
+    CHECK(s.calls(s_get) == before + 1);
+    CHECK(op.results().size() == 2);
+
+    // Every other check stands.
+    Batch empty, oversized, outside;
+    empty.row("", {span(0)});
+    oversized.row(std::string(33, 'k'), {span(0)});
+    outside.row("k", {make_span(region.handle(), 4000, 200)});
+    refused_before_dispatch(s, OpKind::get, empty, "R-ADM-4", kvblob::Vouch::distinct_keys);
+    refused_before_dispatch(s, OpKind::get, oversized, "R-ADM-4", kvblob::Vouch::distinct_keys);
+    refused_before_dispatch(s, OpKind::get, outside, "R-ADM-6", kvblob::Vouch::distinct_keys);
 }
 
 TEST_CASE("refused before dispatch, each naming its rule: the driver is never called")

@@ -154,7 +154,8 @@ private:
 
 }  // namespace
 
-AdmissionVerdict admit(const kvblob_caps_t &caps, OpKind kind, const kvblob_batch_t &batch, RegionFinder find)
+AdmissionVerdict admit(const kvblob_caps_t &caps, OpKind kind, const kvblob_batch_t &batch, RegionFinder find,
+                       bool keys_distinct)
 {
     if (batch.row_count == 0 || !batch.rows) return refuse("R-ADM-3", "an operation needs at least one row");
     if (batch.row_count > caps.max_rows_per_op)
@@ -166,8 +167,9 @@ AdmissionVerdict admit(const kvblob_caps_t &caps, OpKind kind, const kvblob_batc
     AdmissionVerdict ok;
     thread_local KeyTable keys;
     std::unique_ptr<LargeKeySet> large_keys;
-    if (batch.row_count > KeyTable::max_rows) large_keys = std::make_unique<LargeKeySet>();
-    else if (batch.row_count > 1) keys.start(batch, caps.max_key_bytes);
+    const bool check_repeats = batch.row_count > 1 && !keys_distinct;
+    if (check_repeats && batch.row_count > KeyTable::max_rows) large_keys = std::make_unique<LargeKeySet>();
+    else if (check_repeats) keys.start(batch, caps.max_key_bytes);
     // Most spans of a batch name the region the span before named: its
     // record is looked up once.
     kvblob_region_t *last_handle = nullptr;
@@ -178,7 +180,7 @@ AdmissionVerdict admit(const kvblob_caps_t &caps, OpKind kind, const kvblob_batc
         if (row.key_len > caps.max_key_bytes)
             return refuse("R-ADM-4", row_words(r) + " has a key of " + std::to_string(row.key_len) +
                                          " bytes, over max_key_bytes " + std::to_string(caps.max_key_bytes));
-        if (batch.row_count > 1 && !(large_keys ? large_keys->insert(row) : keys.insert(r)))
+        if (check_repeats && !(large_keys ? large_keys->insert(row) : keys.insert(r)))
             return refuse("R-ADM-4", row_words(r) + " repeats a key of this operation");
         if (!moves_bytes) {
             if (row.span_count) return refuse("R-ADM-5", row_words(r) + ": probe and remove rows carry no spans");

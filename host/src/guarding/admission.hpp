@@ -59,7 +59,10 @@ private:
     const RegionRecord *(*call_)(const void *, kvblob_region_t *);
 };
 
-// Checks batch against caps and the live registrations.
-AdmissionVerdict admit(const kvblob_caps_t &caps, OpKind kind, const kvblob_batch_t &batch, RegionFinder find);
+// Checks batch against caps and the live registrations; keys_distinct: the
+// caller vouched that no key repeats (Vouch::distinct_keys), which is not
+// checked again.
+AdmissionVerdict admit(const kvblob_caps_t &caps, OpKind kind, const kvblob_batch_t &batch, RegionFinder find,
+                       bool keys_distinct = false);
 
 }  // namespace kvblob

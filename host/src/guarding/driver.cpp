@@ -25,7 +25,12 @@ Region Driver::register_region(const kvblob_region_desc_t &desc) { return Region
 
 Operation Driver::submit(OpKind kind, const kvblob_batch_t &batch)
 {
-    return Operation(core_, core_->submit(kind, batch), batch.row_count);
+    return submit(kind, batch, Vouch::nothing);
+}
+
+Operation Driver::submit(OpKind kind, const kvblob_batch_t &batch, Vouch vouched)
+{
+    return Operation(core_, core_->submit(kind, batch, vouched), batch.row_count);
 }
 
 kvblob_status Driver::drain(std::chrono::nanoseconds timeout)

@@ -63,7 +63,7 @@ public:
     // ---- enforced calls (each refuses before dispatch where the host can) ----
     kvblob_region_t *register_region(const kvblob_region_desc_t &desc);  // throws CallError
     kvblob_status unregister_region(kvblob_region_t *region);
-    kvblob_op_t *submit(OpKind kind, const kvblob_batch_t &batch);  // throws CallError
+    kvblob_op_t *submit(OpKind kind, const kvblob_batch_t &batch, Vouch vouched);  // throws CallError
     bool is_final(kvblob_op_t *op);
     kvblob_access access(kvblob_op_t *op);
     std::vector<RowStatus> results(kvblob_op_t *op);
@@ -201,7 +201,7 @@ private:
     // admit leaves (caller holds mu_); each of the three throws CallError.
     using SubmitSlot = decltype(&kvblob_plugin_t::put);
     SubmitSlot declared_slot(OpKind kind);
-    AdmissionVerdict admitted(OpKind kind, const kvblob_batch_t &batch);
+    AdmissionVerdict admitted(OpKind kind, const kvblob_batch_t &batch, Vouch vouched);
     [[noreturn]] void throw_not_admitted(OpKind kind, kvblob_status st, const char *err,
                                          const std::vector<kvblob_region_t *> &regions);
     // Caller holds mu_. The host's record of op; throws CallError (R-OPS-1)

@@ -88,14 +88,15 @@ DriverCore::SubmitSlot DriverCore::declared_slot(OpKind kind)
 
 // Stage 2: the host's admission, before the driver is asked; the rule of a
 // refusal is the one admission names.
-AdmissionVerdict DriverCore::admitted(OpKind kind, const kvblob_batch_t &batch)
+AdmissionVerdict DriverCore::admitted(OpKind kind, const kvblob_batch_t &batch, Vouch vouched)
 {
     Locked locked(*this);
     if (metrics_) metrics_->submitted(kind);
-    AdmissionVerdict verdict = admit(caps, kind, batch, [&](kvblob_region_t *r) -> const RegionRecord * {
+    const auto find = [&](kvblob_region_t *r) -> const RegionRecord * {
         auto it = regions_.find(r);
         return it == regions_.end() ? nullptr : &it->second;
-    });
+    };
+    AdmissionVerdict verdict = admit(caps, kind, batch, find, vouched == Vouch::distinct_keys);
     if (!verdict.rule.empty()) {
         if (metrics_) metrics_->refused(kind, verdict.rule);
         throw CallError(KVBLOB_E_REJECTED, verdict.rule,
@@ -139,11 +140,11 @@ void DriverCore::throw_not_admitted(OpKind kind, kvblob_status st, const char *e
     throw CallError(st == KVBLOB_OK ? KVBLOB_E_INTERNAL : st, refusal.rule, what);
 }
 
-kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch)
+kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch, Vouch vouched)
 {
     const uint64_t submitted_at = metrics_ ? tick_clock::now() : 0;
     const SubmitSlot field = declared_slot(kind);
-    AdmissionVerdict verdict = admitted(kind, batch);
+    AdmissionVerdict verdict = admitted(kind, batch, vouched);
     char err[512] = {0};
     kvblob_op_t *op = nullptr;
     kvblob_status st = call(field, to_string(kind), KVBLOB_E_INTERNAL, handle, &batch, &op, static_cast<char *>(err),
@@ -307,13 +308,21 @@ std::vector<RowStatus> DriverCore::judged_rows(OpRecord &record, kvblob_status s
     std::array<uint64_t, KVBLOB_ROW_RESULT_LAST + 1> rows{};
     uint64_t ready_bytes = 0;
     const uint64_t *each_bytes = record.row_bytes.empty() ? nullptr : record.row_bytes.data();
-    for (size_t i = 0; i < raw.size(); ++i) {
-        CheckedRow checked = check_answer(record.kind, record.cancel_requested, st, raw[i], first ? first + i : nullptr);
-        out[i] = checked.status;
+    const auto tally = [&](size_t i) {
         if (count && static_cast<uint32_t>(out[i].result) <= KVBLOB_ROW_RESULT_LAST) {
             ++rows[static_cast<size_t>(out[i].result)];
             if (out[i].result == KVBLOB_ROW_READY) ready_bytes += each_bytes ? each_bytes[i] : record.uniform_row_bytes;
         }
+    };
+    for (size_t i = 0; i < raw.size(); ++i) {
+        if (st == KVBLOB_OK && !first && answer_stands(record.kind, record.cancel_requested, raw[i].result)) {
+            out[i] = {raw[i].result, raw[i].driver_code};
+            tally(i);
+            continue;
+        }
+        CheckedRow checked = check_answer(record.kind, record.cancel_requested, st, raw[i], first ? first + i : nullptr);
+        out[i] = checked.status;
+        tally(i);
         if (!checked.broken_rule) continue;
         if (metrics_) metrics_->contract_broken(checked.broken_rule);
         record.host_messages[i] = std::string("host: driver broke ") + checked.broken_rule + ": " + checked.why;

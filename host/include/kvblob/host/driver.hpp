@@ -146,6 +146,7 @@ public:
 
     Region register_region(const kvblob_region_desc_t &desc);
     Operation submit(OpKind kind, const kvblob_batch_t &batch);
+    Operation submit(OpKind kind, const kvblob_batch_t &batch, Vouch vouched);
     kvblob_status drain(std::chrono::nanoseconds timeout);
     // Drains with the given timeout, then ends everything and closes. Returns
     // the first status that stopped it (KVBLOB_OK when closed).

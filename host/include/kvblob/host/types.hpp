@@ -32,6 +32,16 @@ using NotifySink = std::function<void(kvblob_op_t *op, kvblob_notify_event event
 enum class OpKind { put, get, probe, remove };
 const char *to_string(OpKind kind);
 
+// What a caller of Driver::submit vouches for, so that the host does not
+// check it again. distinct_keys: no two rows of the batch share a key,
+// because they are rows of one operation an admission already checked (a
+// driver composed of drivers passes its own admitted rows on to them). The
+// host then skips its repeated-key check (R-ADM-4), which hashes every key,
+// and makes every other check. A caller that vouches wrongly hands the
+// driver a batch the contract does not promise it: an engine has no reason
+// to vouch.
+enum class Vouch { nothing, distinct_keys };
+
 // A call the driver (or the host, before dispatch) refused.
 class CallError : public std::runtime_error {
 public:
