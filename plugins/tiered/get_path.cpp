@@ -164,8 +164,9 @@ bool TieredDriver::end_from_top(TieredOp &op, GetFlow &flow, const std::vector<k
         op.cancellable.clear();
     }
     flow.current.reset();  // released before op's access ends
-    // Written in place over the kept capacity: a push_back a row was a
-    // call a row, a seventh of the recency record's cost (measured with perf).
+    // Written in place over the kept capacity: a push_back per row was a
+    // call per row, a seventh of the recency record's cost (measured with
+    // perf).
     flow.used.resize(flow.rows.size());
     for (size_t k = 0; k < flow.rows.size(); ++k) {
         const support::Row &row = op.rows[flow.rows[k]];
