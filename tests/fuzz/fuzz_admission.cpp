@@ -1,8 +1,8 @@
 // The host's admission of arbitrary batches: whatever rows, keys and spans
 // the bytes describe, an admitted batch is within every declared limit and
-// every span lies wholly inside a live registration; its keys are distinct
-// unless the caller vouched for them (the last byte read), which skips only
-// that check.
+// every span lies wholly inside a live registration; its keys are distinct.
+// A batch whose caller vouched for distinct keys gets the same verdict, but
+// for a repeated key.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -55,15 +55,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const kvblob_hint_t h{sizeof h, 0, hint.data(), hint.size()};
     const kvblob_batch_t batch{sizeof batch, 0, rows ? row.data() : nullptr, rows, (in.next(1) & 1) ? &h : nullptr};
 
-    const bool vouched = in.next(1) & 1;  // read last: an input that ends before it reads as before
-    const auto verdict = kvblob::admit(caps, kind, batch, find, vouched);
+    const auto verdict = kvblob::admit(caps, kind, batch, find);
+    const auto vouched = kvblob::admit(caps, kind, batch, find, true);
+    if (verdict.reason.find("repeats a key") == std::string::npos) {
+        if (vouched.rule != verdict.rule || vouched.reason != verdict.reason || vouched.regions != verdict.regions ||
+            vouched.uniform_row_bytes != verdict.uniform_row_bytes || vouched.row_bytes != verdict.row_bytes)
+            __builtin_trap();
+    } else if (vouched.rule == "R-ADM-4" && vouched.reason.find("repeats a key") != std::string::npos) {
+        __builtin_trap();  // vouched for: a repeat is not looked for
+    }
     if (!verdict.rule.empty()) return 0;
     // Admitted: check every promise of admission independently.
     if (rows == 0 || rows > caps.max_rows_per_op) __builtin_trap();
     if (batch.hint && !(caps.flags & KVBLOB_CAP_HINTS)) __builtin_trap();
     for (size_t r = 0; r < rows; ++r) {
         if (keys[r].empty() || keys[r].size() > caps.max_key_bytes) __builtin_trap();
-        for (size_t q = 0; q < r && !vouched; ++q)
+        for (size_t q = 0; q < r; ++q)
             if (keys[q] == keys[r]) __builtin_trap();
         const bool moves = kind == kvblob::OpKind::put || kind == kvblob::OpKind::get;
         if (!moves && !spans[r].empty()) __builtin_trap();

@@ -101,11 +101,11 @@ TEST_CASE("a batch vouched for distinct keys skips only the host's repeated-key 
     CHECK(s.calls(s_get) == before + 1);
     CHECK(op.results().size() == 2);
 
-    // Every other check stands.
+    // Every other check stands, on the rows after a repeated key too.
     Batch empty, oversized, outside;
-    empty.row("", {span(0)});
-    oversized.row(std::string(33, 'k'), {span(0)});
-    outside.row("k", {make_span(region.handle(), 4000, 200)});
+    empty.row("k", {span(0)}).row("k", {span(64)}).row("", {span(128)});
+    oversized.row("k", {span(0)}).row("k", {span(64)}).row(std::string(33, 'k'), {span(128)});
+    outside.row("k", {span(0)}).row("k", {span(64)}).row("j", {make_span(region.handle(), 4000, 200)});
     refused_before_dispatch(s, OpKind::get, empty, "R-ADM-4", kvblob::Vouch::distinct_keys);
     refused_before_dispatch(s, OpKind::get, oversized, "R-ADM-4", kvblob::Vouch::distinct_keys);
     refused_before_dispatch(s, OpKind::get, outside, "R-ADM-6", kvblob::Vouch::distinct_keys);

@@ -8,7 +8,6 @@ CheckedRow check_answer(OpKind kind, bool cancel_requested, kvblob_status result
     CheckedRow row;
     const kvblob_row_result r = raw.result;
     row.status = {r, raw.driver_code};
-    if (results_status == KVBLOB_OK && !first_final && answer_stands(kind, cancel_requested, r)) return row;
     auto fault = [&](const char *rule, std::string why) {
         row.status = {KVBLOB_ROW_FAULT, raw.driver_code};
         row.broken_rule = rule;

@@ -37,8 +37,9 @@ const char *to_string(OpKind kind);
 // because they are rows of one operation an admission already checked (a
 // driver composed of drivers passes its own admitted rows on to them). The
 // host then skips its repeated-key check (R-ADM-4), which hashes every key,
-// and makes every other check. A caller that vouches wrongly hands the
-// driver a batch the contract does not promise it: an engine has no reason
+// and makes every other check. A caller that vouches wrongly leaves the
+// repeat to the driver's own admission (a conformant driver refuses it)
+// rather than the host's refusal before dispatch: an engine has no reason
 // to vouch.
 enum class Vouch { nothing, distinct_keys };
 
