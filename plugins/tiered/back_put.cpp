@@ -34,13 +34,13 @@ bool TieredDriver::start_back_put(TieredOp &op)
     }
     write_back_->hold();
     op.holds_writer = true;
-    std::vector<TierAnswer> top;
+    std::vector<TierAnswer> &top = op.top_answers;
     auto tier_op = std::make_shared<std::optional<kvblob::Operation>>(submit_to(op, 0, kvblob::OpKind::put, rows, top));
     auto &held = *tier_op;
     if (!held || watch_for(*held, settings_.submit_watch)) {
         if (held) collect(op, 0, *held, top);
         held.reset();
-        end_back_put(op, std::move(rows), std::move(top));
+        end_back_put(op, std::move(rows), top);
         return true;
     }
     {
@@ -59,7 +59,7 @@ bool TieredDriver::start_back_put(TieredOp &op)
             op.cancellable.clear();
         }
         t.reset();
-        end_back_put(op, std::move(rows), std::move(top));
+        end_back_put(op, std::move(rows), top);
     });
     return true;
 }
@@ -88,20 +88,21 @@ void TieredDriver::queue_stored(TieredOp &op, const std::vector<size_t> &rows, s
     if (!block.rows.empty()) write_back_->push(std::move(block));
 }
 
-void TieredDriver::end_back_put(TieredOp &op, std::vector<size_t> rows, std::vector<TierAnswer> top)
+void TieredDriver::end_back_put(TieredOp &op, std::vector<size_t> rows, std::vector<TierAnswer> &top)
 {
-    auto answers = std::make_shared<std::vector<TierAnswer>>(op.rows.size());
+    std::vector<TierAnswer> &answers = op.answers;  // op's until end_op, its last touch
+    answers.assign(op.rows.size(), {});
     // A full top tier: the worker's write=back evicts and asks again, or
     // writes the row through (back_chunk).
     std::vector<size_t> again;
-    queue_stored(op, rows, top, *answers, again);
+    queue_stored(op, rows, top, answers, again);
     if (again.empty()) {
-        end_op(op, rows, *answers);
+        end_op(op, rows, answers);
         return;
     }
-    workers_.push([this, &op, rows, again, answers] {
-        write_back(op, again, *answers);
-        end_op(op, rows, *answers);
+    workers_.push([this, &op, rows, again] {
+        write_back(op, again, op.answers);
+        end_op(op, rows, op.answers);
     });
 }
 
