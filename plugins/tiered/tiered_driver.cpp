@@ -615,7 +615,8 @@ std::optional<kvblob::Operation> TieredDriver::submit_to(TieredOp &op, size_t t,
         return refuse_all(tier.label() + " refused the " + kind_name(kind) + ": " +
                           kvblob::without_secrets(e.what(), secrets()));
     } catch (const std::exception &e) {
-        return refuse_all(tier.label() + " refused the " + kind_name(kind) + ": " + e.what());
+        return refuse_all(tier.label() + " refused the " + kind_name(kind) + ": " +
+                          kvblob::without_secrets(e.what(), secrets()));
     }
 }
 
