@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "fixtures/spy.hpp"
+#include "guarding/answers.hpp"
 #include "kvblob/host/batch.hpp"
 #include "kvblob/host/plugin.hpp"
 #include "support/kept_for_good.hpp"
@@ -232,6 +233,20 @@ TEST_CASE("unprovable access pins the region for good, shutdown frees nothing, a
     CHECK(after.calls(s_unregister) == unregisters);  // never asked to let the memory go
     CHECK(after.calls(s_close) == closes);            // the driver was never closed
     CHECK((*memory)[0] == 7);
+}
+
+TEST_CASE("the host's inline test of a first answer lets stand exactly what check_answer lets stand")
+{
+    // judged_rows takes answer_stands's word without calling check_answer:
+    // the two must never disagree on a first final answer.
+    for (OpKind kind : {OpKind::put, OpKind::get, OpKind::probe, OpKind::remove})
+        for (bool cancel : {false, true})
+            for (int32_t r = -2; r <= KVBLOB_ROW_RESULT_LAST + 2; ++r) {
+                const kvblob_row_status_t raw{sizeof raw, static_cast<kvblob_row_result>(r), 7, 0};
+                const kvblob::CheckedRow checked = kvblob::check_answer(kind, cancel, KVBLOB_OK, raw, nullptr);
+                CHECK_MESSAGE(kvblob::answer_stands(kind, cancel, raw.result) == (checked.broken_rule == nullptr),
+                              kvblob::to_string(kind) << " result " << r << (cancel ? " after a cancel" : ""));
+            }
 }
 
 TEST_CASE("bad answers become FAULT, with a log line naming the rule and the driver")
