@@ -49,6 +49,7 @@ struct Flags {
     std::string modes_text = "blocking,background";
     std::string metrics_text = "on", metrics_out;
     unsigned metrics_rounds = 5;
+    unsigned rounds = 1;  // --rounds: alternated slices of each point
     std::string tier_text;  // --tier: top or bottom, for the tiered driver
 };
 
@@ -88,6 +89,12 @@ void add_flags(CLI::App &app, Flags &f)
     app.add_option("--ops", f.ops_text, "Operations: put, get, probe (comma-separated)")->capture_default_str();
     app.add_option("--duration", f.duration, "Seconds per point, for the driver and again for the baseline")
         ->check(cli::Seconds())
+        ->capture_default_str();
+    app.add_option("--rounds", f.rounds,
+                   "Measure each point's driver and baseline in N alternated slices of --duration/N each (the "
+                   "driver first, then the baseline first, and so on), so that both meet the same spells of a "
+                   "shared machine; 1: the driver's --duration, then the baseline's")
+        ->transform(cli::Count(1000))
         ->capture_default_str();
     app.add_option("--bytes", f.bytes_text, "Byte budget per point (stops at whichever budget is spent first)");
     app.add_option("--max-memory", f.max_memory_text, "Skip points whose buffers would exceed this")
@@ -211,6 +218,7 @@ RunInfo info_of(const Plugin &plugin, const Options &options, const Flags &f, co
     // printed, in the header or in --json.
     for (const auto &[key, value] : plugin.redacted(options)) info.options.push_back(key + "=" + value);
     info.duration_s = f.duration;
+    info.rounds = f.rounds;
     info.byte_budget = g.budget.bytes;
     info.statistic = f.statistic_text;
     info.load = f.load;
@@ -276,12 +284,14 @@ private:
         try {
             DriverLaneSettings point_settings = lane_settings_;
             point_settings.run_id += "/" + std::to_string(i);  // each point's keys are its own
-            r.driver = measure(p.threads, g_.budget,
-                               [&](unsigned lane) { return make_driver_lane(driver_, p, lane, point_settings); });
-            if (baseline_ && baseline_->supports(p.op)) {
-                std::cerr << ", " << baseline_->name << std::flush;
-                r.baseline = measure(p.threads, g_.budget, [&](unsigned lane) { return baseline_->make_lane(p, lane); });
-            }
+            const MakeLane driver_lane = [&](unsigned lane) { return make_driver_lane(driver_, p, lane, point_settings); };
+            const MakeLane baseline_lane = [&](unsigned lane) { return baseline_->make_lane(p, lane); };
+            const bool with_baseline = baseline_ && baseline_->supports(p.op);
+            if (with_baseline) std::cerr << ", " << baseline_->name << std::flush;
+            PairMeasurement m = measure_alternated(p.threads, g_.budget, f_.rounds, driver_lane,
+                                                   with_baseline ? &baseline_lane : nullptr);
+            r.driver = std::move(m.driver);
+            r.baseline = std::move(m.baseline);
         } catch (const std::exception &e) {
             r.skipped = e.what();  // a lane that could not even start is an error too
             any_errors = true;

@@ -24,34 +24,28 @@ Stats stats_of(std::vector<double> us)
     return s;
 }
 
-struct LaneTotals {
-    std::vector<double> submit_us, complete_us;
-    uint64_t rows = 0, bytes = 0, errors = 0;
-    double timed = 0;
-    std::string first_error;
-};
-
 }  // namespace
 
-Measurement measure(unsigned threads, const Budget &budget,
-                    const std::function<std::unique_ptr<Lane>(unsigned lane)> &make_lane)
+LaneSet::LaneSet(unsigned threads, const MakeLane &make_lane) : totals_(threads)
 {
-    std::vector<std::unique_ptr<Lane>> lanes;
     for (unsigned t = 0; t < threads; ++t) {
-        lanes.push_back(make_lane(t));
-        lanes.back()->prepare();
-        lanes.back()->step();  // warm-up: first touches, connections, caches
-        lanes.back()->between();
+        lanes_.push_back(make_lane(t));
+        lanes_.back()->prepare();
+        lanes_.back()->step();  // warm-up: first touches, connections, caches
+        lanes_.back()->between();
     }
-    std::vector<LaneTotals> totals(threads);
+}
+
+void LaneSet::run(const Budget &budget)
+{
     std::atomic<uint64_t> bytes_done{0};
     const auto start = Clock::now();
     const auto deadline = start + std::chrono::duration_cast<Clock::duration>(budget.duration);
     std::vector<std::thread> workers;
-    for (unsigned t = 0; t < threads; ++t)
+    for (size_t t = 0; t < lanes_.size(); ++t)
         workers.emplace_back([&, t] {
-            auto &lane = *lanes[t];
-            auto &tot = totals[t];
+            auto &lane = *lanes_[t];
+            auto &tot = totals_[t];
             do {
                 Sample s = lane.step();
                 tot.submit_us.push_back(s.submit.count() * 1e6);
@@ -67,12 +61,21 @@ Measurement measure(unsigned threads, const Budget &budget,
                      tot.errors == 0);
         });
     for (auto &w : workers) w.join();
+    seconds_ += Seconds(Clock::now() - start).count();
+}
 
+bool LaneSet::failed() const
+{
+    return std::any_of(totals_.begin(), totals_.end(), [](const LaneTotals &t) { return t.errors > 0; });
+}
+
+Measurement LaneSet::measurement() const
+{
     Measurement m;
-    m.seconds = Seconds(Clock::now() - start).count();
-    if (!lanes.empty()) m.method = lanes.front()->method();
+    m.seconds = seconds_;
+    if (!lanes_.empty()) m.method = lanes_.front()->method();
     std::vector<double> submit, complete;
-    for (auto &tot : totals) {
+    for (const auto &tot : totals_) {
         m.rows += tot.rows;
         m.bytes += tot.bytes;
         m.errors += tot.errors;
@@ -95,6 +98,41 @@ Measurement measure(unsigned threads, const Budget &budget,
     }
     m.submit = stats_of(std::move(submit));
     m.complete = stats_of(std::move(complete));
+    return m;
+}
+
+Measurement measure(unsigned threads, const Budget &budget, const MakeLane &make_lane)
+{
+    LaneSet lanes(threads, make_lane);
+    lanes.run(budget);
+    return lanes.measurement();
+}
+
+PairMeasurement measure_alternated(unsigned threads, const Budget &budget, unsigned rounds,
+                                   const MakeLane &make_driver_lane, const MakeLane *make_baseline_lane)
+{
+    rounds = std::max(rounds, 1u);
+    Budget slice = budget;
+    slice.duration = budget.duration / rounds;
+    if (budget.bytes) slice.bytes = std::max<uint64_t>(budget.bytes / rounds, 1);
+    LaneSet driver(threads, make_driver_lane);
+    std::optional<LaneSet> baseline;
+    auto run_baseline = [&] {
+        if (!make_baseline_lane) return;
+        if (!baseline) baseline.emplace(threads, *make_baseline_lane);
+        baseline->run(slice);
+    };
+    for (unsigned r = 0; r < rounds && !driver.failed() && !(baseline && baseline->failed()); ++r) {
+        if (r % 2 == 0) {
+            driver.run(slice);
+            run_baseline();
+        } else {
+            run_baseline();
+            driver.run(slice);
+        }
+    }
+    PairMeasurement m{driver.measurement(), std::nullopt};
+    if (baseline) m.baseline = baseline->measurement();
     return m;
 }
 

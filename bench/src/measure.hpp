@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -134,8 +135,52 @@ private:
     int64_t typical_ = 0;
 };
 
-Measurement measure(unsigned threads, const Budget &budget,
-                    const std::function<std::unique_ptr<Lane>(unsigned lane)> &make_lane);
+using MakeLane = std::function<std::unique_ptr<Lane>(unsigned lane)>;
+
+// What one lane did over every slice it was timed in.
+struct LaneTotals {
+    std::vector<double> submit_us, complete_us;
+    uint64_t rows = 0, bytes = 0, errors = 0;
+    double timed = 0;  // seconds its steps took
+    std::string first_error;
+};
+
+// A side of a point (the driver, or its baseline): its lanes, made and
+// warmed up once, then timed in one slice or several; what it measured
+// covers every slice so far, as if they were one.
+class LaneSet {
+public:
+    // Makes, prepares and warms up each lane (a step, untimed: first
+    // touches, connections, caches). Throws what a lane throws.
+    LaneSet(unsigned threads, const MakeLane &make_lane);
+    // One slice: every lane repeats its step at once, each on a thread of
+    // its own, until budget is spent or one of its rows did not come back.
+    void run(const Budget &budget);
+    bool failed() const;
+    Measurement measurement() const;
+
+private:
+    std::vector<std::unique_ptr<Lane>> lanes_;
+    std::vector<LaneTotals> totals_;
+    double seconds_ = 0;  // wall time of the slices
+};
+
+// A point measured once, one slice of budget.
+Measurement measure(unsigned threads, const Budget &budget, const MakeLane &make_lane);
+
+// A driver and its baseline at one point, in rounds alternated slices of
+// budget / rounds each: the driver first, then the baseline first, and so
+// on, so that both sides meet the same spells of a shared machine, and a
+// slow minute weighs on both. The baseline's lanes are made after the
+// driver's first slice (a --tier reference paces its steps by it). With
+// rounds 1: the driver's budget, then the baseline's. Stops early where a
+// side's rows did not come back.
+struct PairMeasurement {
+    Measurement driver;
+    std::optional<Measurement> baseline;
+};
+PairMeasurement measure_alternated(unsigned threads, const Budget &budget, unsigned rounds,
+                                   const MakeLane &make_driver_lane, const MakeLane *make_baseline_lane);
 
 // How a point's throughput is reported: the mean over its timed operations
 // (the default), or its median operation's (kvblob-bench --statistic median).

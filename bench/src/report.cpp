@@ -52,7 +52,9 @@ void print_table(std::ostream &out, const RunInfo &info, const std::vector<Resul
     out << "driver " << info.driver_name << " " << info.driver_version << " (" << info.driver_path << ")";
     for (const auto &o : info.options) out << " " << o;
     out << "\nbaseline " << (info.baseline_name.empty() ? "none: " + info.no_baseline_reason : info.baseline_name)
-        << "; " << fixed(info.duration_s, 2) << " s per point; throughput from the " << info.statistic
+        << "; " << fixed(info.duration_s, 2) << " s per point"
+        << (info.rounds > 1 ? " and side, in " + std::to_string(info.rounds) + " alternated slices" : "")
+        << "; throughput from the " << info.statistic
         << (info.statistic == "median" ? " operation" : " over the operations")
         << "; every lane's rows in page-aligned memory; the driver lane waits "
         << (info.wait == "watch" ? "watching, never asleep" : "through Operation::wait");
@@ -95,7 +97,8 @@ void write_json(std::ostream &out, const RunInfo &info, const std::vector<Result
     if (info.baseline_name.empty()) out << ",\"no_baseline_reason\":" << json_quote(info.no_baseline_reason);
     out << ",\"statistic\":" << json_quote(info.statistic) << ",\"load_threads\":" << info.load << ",\"wait\":" << json_quote(info.wait);
     if (!info.tier.empty()) out << ",\"tier\":" << json_quote(info.tier);
-    out << ",\"duration_s\":" << fixed(info.duration_s, 3) << ",\"byte_budget\":" << info.byte_budget
+    out << ",\"duration_s\":" << fixed(info.duration_s, 3) << ",\"rounds\":" << info.rounds
+        << ",\"byte_budget\":" << info.byte_budget
         << ",\"points\":[";
     for (size_t i = 0; i < results.size(); ++i) {
         const auto &r = results[i];

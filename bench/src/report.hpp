@@ -26,6 +26,7 @@ struct RunInfo {
     std::string driver_name, driver_version, driver_path, baseline_name, no_baseline_reason;
     std::vector<std::string> options;
     double duration_s = 0;
+    unsigned rounds = 1;  // --rounds: alternated slices a point, driver and baseline
     uint64_t byte_budget = 0;
     std::string statistic = "mean";  // how throughput is reported (measure.hpp)
     unsigned load = 0;  // --load: busy threads beside every lane
