@@ -294,6 +294,31 @@ TEST_CASE("bad answers become FAULT, with a log line naming the rule and the dri
     }
 }
 
+TEST_CASE("the host's record of an operation starts over for the next: a cancel and an answer are the released one's")
+{
+    // The host keeps released operations' records for the next submits
+    // (host/src/guarding/op_records.cpp). The spy answers CANCELLED to
+    // every row: accepted where cancel was asked (R-CAN-1), FAULT where it
+    // was not. A record that kept its cancel, or its first final answer,
+    // would let the second operation's CANCELLED stand.
+    Spied s(kvblob::Options{{"results", "cancelled"}});
+    std::vector<uint8_t> memory(4096);
+    auto region = s.region(memory);
+    Batch b;
+    b.row("k", {make_span(region.handle(), 0, 64)});
+    for (int i = 0; i < 3; ++i) {
+        auto cancelled = s.driver.submit(OpKind::get, b.get());
+        cancelled.cancel();
+        CHECK(cancelled.results().at(0).result == KVBLOB_ROW_CANCELLED);
+        CHECK(cancelled.release() == KVBLOB_OK);
+    }
+    CHECK(s.logged().find("broke") == std::string::npos);
+    auto next = s.driver.submit(OpKind::get, b.get());
+    CHECK(next.results().at(0).result == KVBLOB_ROW_FAULT);
+    CHECK(next.message(0).find("R-CAN-1") != std::string::npos);
+    CHECK(s.logged().find("driver spy broke R-CAN-1") != std::string::npos);
+}
+
 TEST_CASE("a poll that goes back from final changes nothing, and the log says so (R-ROW-1)")
 {
     Spied s(kvblob::Options{{"poll", "flip"}});

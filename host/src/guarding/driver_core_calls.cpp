@@ -152,14 +152,13 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch, Vouch 
     err[sizeof err - 1] = '\0';
     Locked locked(*this);
     if (st != KVBLOB_OK || !op) throw_not_admitted(kind, st, err, verdict.regions);
-    OpRecord record;
+    OpRecord &record = fresh_record(op);
     record.kind = kind;
     record.rows = batch.row_count;
     record.regions = std::move(verdict.regions);
     record.submitted_at = submitted_at;
     record.uniform_row_bytes = verdict.uniform_row_bytes;
     record.row_bytes = std::move(verdict.row_bytes);
-    ops_[op] = std::move(record);
     if (metrics_) metrics_->admitted();
     return op;
 }
@@ -301,7 +300,7 @@ std::vector<RowStatus> DriverCore::judged_rows(OpRecord &record, kvblob_status s
                                                const std::vector<kvblob_row_status_t> &raw)
 {
     std::vector<RowStatus> out(raw.size());
-    const RowStatus *first = record.first_final ? record.first_final->data() : nullptr;
+    const RowStatus *first = record.has_first_final ? record.first_final.data() : nullptr;
     // The first final answer is the one that stands (R-ROW-1): its rows are
     // counted, once, in the same pass that checks them.
     const bool count = !first && metrics_;
@@ -331,13 +330,16 @@ std::vector<RowStatus> DriverCore::judged_rows(OpRecord &record, kvblob_status s
                                              std::to_string(i) + "): " + checked.why);
     }
     if (count) metrics_->rows(record.kind, rows, ready_bytes);
-    if (!record.first_final) record.first_final = out;
+    if (!record.has_first_final) {
+        record.first_final.assign(out.begin(), out.end());  // into the memory a reused record kept
+        record.has_first_final = true;
+    }
     return out;
 }
 
 void DriverCore::count_unread_rows(kvblob_op_t *op, OpRecord &record)
 {
-    if (record.first_final || !metrics_) return;
+    if (record.has_first_final || !metrics_) return;
     std::vector<kvblob_row_status_t> raw(record.rows,
                                          kvblob_row_status_t{sizeof(kvblob_row_status_t), KVBLOB_ROW_PENDING, 0, 0});
     const kvblob_status st = record.rows ? call(&kvblob_plugin_t::results, "results", KVBLOB_E_INTERNAL, handle, op,
@@ -402,7 +404,7 @@ kvblob_status DriverCore::release_locked(kvblob_op_t *op)
     count_unread_rows(op, it->second);
     kvblob_status st = call(&kvblob_plugin_t::release, "release", KVBLOB_E_INTERNAL, handle, op);
     if (st == KVBLOB_OK) {
-        ops_.erase(it);
+        keep_record(ops_.extract(it));
         if (metrics_) metrics_->released();
     }
     return st;
