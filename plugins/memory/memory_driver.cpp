@@ -101,7 +101,7 @@ void MemoryDriver::dispatch(MemoryOp &op)
             break;
         }
         support::push_shared(workers_, op, rows_per_claim(op),
-                             [this, &op](bool holds_job) { share_rows(op, holds_job); });
+                             [this](support::Op &o, bool holds_job) { share_rows(static_cast<MemoryOp &>(o), holds_job); });
         break;
     case Mode::controlled: break;  // waits for advance()
     }
@@ -112,7 +112,8 @@ void MemoryDriver::dispatch(MemoryOp &op)
 bool MemoryDriver::run_queued(Op &base)
 {
     auto &op = static_cast<MemoryOp &>(base);
-    return support::run_unclaimed(workers_, op, [&](bool holds_job) { share_rows(op, holds_job); });
+    return support::run_unclaimed(workers_, op,
+                                  [this](support::Op &o, bool holds_job) { share_rows(static_cast<MemoryOp &>(o), holds_job); });
 }
 
 void MemoryDriver::share_rows(MemoryOp &op, bool holds_job)

@@ -137,8 +137,8 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
                            std::to_string(caps_.max_rows_per_op));
     if (batch->hint && !(caps_.flags & KVBLOB_CAP_HINTS))
         return refused(why, KVBLOB_E_REJECTED, "[R-ADM-7] a hint, but this driver does not declare hints");
-    std::unique_ptr<Op> op = take_spare_op();
-    if (!op) op = make_op();
+    OpTable::node_type slot = take_spare_op();  // ops_'s entry for op, where one is kept
+    std::unique_ptr<Op> op = slot ? std::move(slot.mapped()) : make_op();
     op->kind = kind;
     op->rows.reset(batch->row_count);
     if (batch->hint && batch->hint->bytes) {
@@ -165,7 +165,13 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
     Op *raw = op.get();
     {
         std::lock_guard ops_lock(ops_mu_);
-        ops_.emplace(raw, std::move(op));
+        if (slot) {
+            slot.key() = raw;
+            slot.mapped() = std::move(op);
+            ops_.insert(std::move(slot));
+        } else {
+            ops_.emplace(raw, std::move(op));
+        }
     }
     *out = raw;
     start(*raw);

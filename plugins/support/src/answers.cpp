@@ -102,9 +102,7 @@ kvblob_status DriverBase::release(kvblob_op_t *handle)
     // itself in before setting its bit); wait out those still in the host's
     // notify: no notify names op after this returns.
     if (op.announcing.load(std::memory_order_acquire) != 0) wait_announced(op);
-    std::unique_ptr<Op> released = std::move(it->second);
-    ops_.erase(it);
-    keep_spare_op(std::move(released));
+    keep_spare_op(ops_.extract(it));
     return KVBLOB_OK;
 }
 

@@ -72,24 +72,24 @@ constexpr size_t max_spare_rows = 4096;
 
 }  // namespace
 
-std::unique_ptr<Op> DriverBase::take_spare_op()
+DriverBase::OpTable::node_type DriverBase::take_spare_op()
 {
-    std::unique_ptr<Op> op;
+    OpTable::node_type spare;
     {
         std::lock_guard lock(ops_mu_);
-        if (spare_ops_.empty()) return op;
-        op = std::move(spare_ops_.back());
+        if (spare_ops_.empty()) return spare;
+        spare = std::move(spare_ops_.back());
         spare_ops_.pop_back();
     }
-    op->recycle();
-    return op;
+    spare.mapped()->recycle();
+    return spare;
 }
 
 // Called under ops_mu_ (release).
-void DriverBase::keep_spare_op(std::unique_ptr<Op> op)
+void DriverBase::keep_spare_op(OpTable::node_type released)
 {
-    if (spare_ops_.size() < max_spare_ops && op->rows.capacity() <= max_spare_rows)
-        spare_ops_.push_back(std::move(op));
+    if (spare_ops_.size() < max_spare_ops && released.mapped()->rows.capacity() <= max_spare_rows)
+        spare_ops_.push_back(std::move(released));
 }
 
 // ---- regions --------------------------------------------------------------

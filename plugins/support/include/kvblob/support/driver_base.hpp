@@ -309,16 +309,20 @@ private:
     std::unordered_map<const kvblob_region_t *, std::unique_ptr<Region>> regions_;
 
     std::mutex ops_mu_;
-    std::unordered_map<const kvblob_op_t *, std::unique_ptr<Op>> ops_;
+    using OpTable = std::unordered_map<const kvblob_op_t *, std::unique_ptr<Op>>;
+    OpTable ops_;
     // Released operations kept for the next submits, under ops_mu_: their
     // rows, keys and vectors keep their memory (Op::recycle). Measured on a
     // 4 KiB put of 32 rows: a row's key, the row array and the memory
     // driver's outcomes were allocated and freed on every operation, and the
     // arrays (over 1 KiB) made malloc consolidate every freed key on each
     // (docs/notes/2026-12-04-performance-experiments.md, "4 KiB rows: operations used again").
-    std::vector<std::unique_ptr<Op>> spare_ops_;
-    std::unique_ptr<Op> take_spare_op();
-    void keep_spare_op(std::unique_ptr<Op> op);
+    // Each is kept in its node of ops_, taken out whole (extract), so that
+    // the table's entry is not allocated again either.
+    std::vector<OpTable::node_type> spare_ops_;
+    // A spare's node, its operation recycled; an empty node where none is kept.
+    OpTable::node_type take_spare_op();
+    void keep_spare_op(OpTable::node_type released);
 
     std::atomic<bool> draining_{false};
     std::atomic<bool> drained_ok_{false};

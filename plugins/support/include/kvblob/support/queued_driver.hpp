@@ -67,7 +67,7 @@ protected:
     }
     bool run_queued(Op &op) override
     {
-        return waiters_run_ && run_unclaimed(workers_, op, [&](bool holds_job) { share_rows(op, holds_job); });
+        return waiters_run_ && run_unclaimed(workers_, op, [this](Op &o, bool holds_job) { share_rows(o, holds_job); });
     }
     // Lets the workers complete what is queued, then joins them.
     void stop() override { workers_.stop(); }
@@ -86,7 +86,7 @@ private:
     void push(Op &op)
     {
         if (!waiters_run_) return workers_.push([this, &op] { run(op); });
-        push_shared(workers_, op, rows_per_claim(op), [this, &op](bool holds_job) { share_rows(op, holds_job); });
+        push_shared(workers_, op, rows_per_claim(op), [this](Op &o, bool holds_job) { share_rows(o, holds_job); });
     }
     // Runs rows of op until none is unclaimed; completes op when this
     // thread settled its last row (or, for the job, its own count).

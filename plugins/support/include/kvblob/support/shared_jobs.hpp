@@ -11,9 +11,12 @@
 
 namespace kvblob::support {
 
-// Pushes op's job: share_rows(true) on a worker, or in a poll that takes it
-// back. share_rows(holds_job) runs rows until none is unclaimed, and
-// completes op when RowShare::work says so.
+// Pushes op's job: share_rows(op, true) on a worker, or in a poll that
+// takes it back. share_rows(op, holds_job) runs rows until none is
+// unclaimed, and completes op when RowShare::work says so. It is given op
+// rather than holding it, so that it is the driver's pointer alone, and the
+// job (it and op) fits in WorkQueue::Job itself: a job that did not was an
+// allocation on every operation (measured with perf on a 4 KiB get).
 template <class ShareRows>
 void push_shared(WorkQueue &queue, Op &op, uint64_t rows_per_claim, ShareRows share_rows)
 {
@@ -22,7 +25,7 @@ void push_shared(WorkQueue &queue, Op &op, uint64_t rows_per_claim, ShareRows sh
     queue.push(
         [&op, share_rows] {
             op.queued.store(false, std::memory_order_relaxed);
-            share_rows(true);
+            share_rows(op, true);
         },
         &op);
 }
@@ -37,7 +40,7 @@ bool run_unclaimed(WorkQueue &queue, Op &op, ShareRows &&share_rows)
 {
     bool ran = false;
     if (op.share.unclaimed()) {
-        share_rows(false);  // the poll's caller holds op
+        share_rows(op, false);  // the poll's caller holds op
         ran = true;
     }
     return queue.run_queued(&op) || ran;  // &op only as the job's tag
