@@ -30,7 +30,7 @@ Store::Store(uint64_t capacity)
 {
 }
 
-Store::Lookup Store::find(KeyRef key) const
+Store::Lookup Store::find(const KeyRef &key) const
 {
     const Shard &s = shard(key);
     std::lock_guard lock(s.mu);
@@ -40,7 +40,7 @@ Store::Lookup Store::find(KeyRef key) const
     return {State::complete, it->second.object};
 }
 
-Store::Reservation Store::reserve(KeyRef key, uint64_t bytes, Claim &claim)
+Store::Reservation Store::reserve(const KeyRef &key, uint64_t bytes, Claim &claim)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
@@ -69,7 +69,7 @@ void Store::commit(const Claim &claim, Object object)
     claim.entry->committed.store(true, std::memory_order_release);
 }
 
-void Store::abandon(KeyRef key)
+void Store::abandon(const KeyRef &key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
@@ -79,7 +79,7 @@ void Store::abandon(KeyRef key)
     s.map.erase(it);
 }
 
-Store::Removal Store::remove(KeyRef key)
+Store::Removal Store::remove(const KeyRef &key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
@@ -91,7 +91,7 @@ Store::Removal Store::remove(KeyRef key)
     return Removal::removed;
 }
 
-bool Store::hold_for_foreign_writer(KeyRef key)
+bool Store::hold_for_foreign_writer(const KeyRef &key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
@@ -100,7 +100,7 @@ bool Store::hold_for_foreign_writer(KeyRef key)
         .second;
 }
 
-void Store::drop_foreign_writer(KeyRef key)
+void Store::drop_foreign_writer(const KeyRef &key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
@@ -108,7 +108,7 @@ void Store::drop_foreign_writer(KeyRef key)
     if (it != s.map.end() && it->second.foreign && !it->second.complete()) s.map.erase(it);
 }
 
-bool Store::corrupt(KeyRef key)
+bool Store::corrupt(const KeyRef &key)
 {
     Shard &s = shard(key);
     std::lock_guard lock(s.mu);
