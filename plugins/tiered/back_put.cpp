@@ -68,7 +68,9 @@ void TieredDriver::queue_stored(TieredOp &op, const std::vector<size_t> &rows, s
                                 std::vector<TierAnswer> &answers, std::vector<size_t> &declined)
 {
     Block block;
+    block.rows.reserve(rows.size());
     std::vector<Recency::Use> stored;
+    stored.reserve(rows.size());
     for (size_t k = 0; k < rows.size(); ++k) {
         const size_t i = rows[k];
         const support::Row &row = op.rows[i];

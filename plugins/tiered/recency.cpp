@@ -18,19 +18,45 @@ std::vector<std::string> Recency::touch(const std::vector<Use> &uses, bool below
     return trim();
 }
 
-size_t Recency::KeyHash::operator()(const std::string &key) const noexcept { return support::key_hash(key); }
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t max_spare_nodes = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr size_t max_spare_nodes = 0;
+#else
+constexpr size_t max_spare_nodes = 256;
+#endif
+#else
+constexpr size_t max_spare_nodes = 256;
+#endif
+
+}  // namespace
+
+Recency::Entries::iterator Recency::add(const Use &use)
+{
+    if (spare_.empty()) return entries_.try_emplace(StoredKey{*use.key, use.hash}).first;
+    Entries::node_type node = std::move(spare_.back());
+    spare_.pop_back();
+    node.key().text.assign(*use.key);  // into the memory the erased key kept
+    node.key().hash = use.hash;
+    node.mapped() = Entry{};
+    return entries_.insert(std::move(node)).position;  // the caller looked: the key is not there
+}
 
 void Recency::hold_one(const Use &use, bool below)
 {
     const uint64_t bytes = use.bytes;
-    auto [it, added] = entries_.try_emplace(*use.key);
-    Entry &e = it->second;
-    if (added) {
-        e.key = &it->first;
+    auto it = entries_.find(Hashed{*use.key, use.hash});
+    if (it == entries_.end()) {
+        it = add(use);
+        it->second.key = &it->first;
     } else {
-        bytes_ -= e.bytes;
-        unlink(e);
+        bytes_ -= it->second.bytes;
+        unlink(it->second);
     }
+    Entry &e = it->second;
     e.bytes = bytes;
     // Written below once stays written below (keys name content, R-ROW-7):
     // a second put of the key changes nothing there.
@@ -66,19 +92,20 @@ void Recency::erase(Entry &e)
 {
     bytes_ -= e.bytes;
     unlink(e);
-    entries_.erase(entries_.find(*e.key));
+    auto node = entries_.extract(entries_.find(Hashed{e.key->text, e.key->hash}));
+    if (spare_.size() < max_spare_nodes) spare_.push_back(std::move(node));
 }
 
 void Recency::written_below(const std::string &key)
 {
     std::lock_guard lock(mu_);
-    if (auto it = entries_.find(key); it != entries_.end()) it->second.below = true;
+    if (auto it = entries_.find(Hashed{key, support::key_hash(key)}); it != entries_.end()) it->second.below = true;
 }
 
 void Recency::forget(const std::string &key)
 {
     std::lock_guard lock(mu_);
-    if (auto it = entries_.find(key); it != entries_.end()) erase(it->second);
+    if (auto it = entries_.find(Hashed{key, support::key_hash(key)}); it != entries_.end()) erase(it->second);
 }
 
 std::vector<std::string> Recency::take_victims(uint64_t bytes)
@@ -90,7 +117,7 @@ std::vector<std::string> Recency::take_victims(uint64_t bytes)
         Entry *next = e->newer;
         if (e->below) {
             freed += e->bytes;
-            out.push_back(*e->key);
+            out.push_back(e->key->text);
             erase(*e);
         }
         e = next;
@@ -121,7 +148,7 @@ std::vector<std::string> Recency::trim()
         Entry *e = oldest_;
         while (e && !e->below) e = e->newer;
         if (!e) e = oldest_;
-        if (e->below) out.push_back(*e->key);
+        if (e->below) out.push_back(e->key->text);
         erase(*e);
     }
     return out;

@@ -1,0 +1,72 @@
+// The tiered driver's recency record (plugins/tiered/recency.hpp), whose
+// erased entries' nodes are kept for the next new keys: a key recorded in a
+// kept node is the new key's alone, its size, its place in the order and
+// whether it is safely held below.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "kvblob/support/key_hash.hpp"
+#include "tiered/recency.hpp"
+
+using kvblob::tiered::Recency;
+
+namespace {
+
+// Keys and their uses, the hash computed as admission computes it.
+struct Uses {
+    std::vector<std::string> keys;
+    std::vector<Recency::Use> of(uint64_t bytes)
+    {
+        std::vector<Recency::Use> out;
+        for (const auto &k : keys) out.push_back({&k, kvblob::support::key_hash(k), bytes});
+        return out;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("recency: keys recorded in the nodes of forgotten ones are theirs alone")
+{
+    Recency r(100, 0);
+    Uses old{{"old-a", "old-b", "old-c"}};
+    r.hold(old.of(1000), true);  // below: evictable
+    r.forget("old-a");
+    r.forget("old-b");
+    REQUIRE(r.size() == 1);
+
+    // Recorded in the two kept nodes: not below, 10 bytes each.
+    Uses fresh{{"new-d-with-a-key-longer-than-the-old-ones", "new-e"}};
+    r.hold(fresh.of(10), false);
+    CHECK(r.size() == 3);
+    CHECK(r.over_budget(0) == 0);
+
+    // Only old-c is held below: the new keys are not victims, however many
+    // bytes are asked for.
+    CHECK(r.take_victims(1 << 30) == std::vector<std::string>{"old-c"});
+    CHECK(r.size() == 2);
+    CHECK(r.take_victims(1 << 30).empty());
+
+    // Written below, a new key is a victim, under its own name and size:
+    // one of 10 bytes is enough for 10.
+    r.written_below("new-e");
+    CHECK(r.take_victims(10) == std::vector<std::string>{"new-e"});
+    r.written_below(fresh.keys[0]);
+    CHECK(r.take_victims(1) == std::vector<std::string>{fresh.keys[0]});
+    CHECK(r.size() == 0);
+}
+
+TEST_CASE("recency: a key touched again is the newest, in a kept node or not")
+{
+    Recency r(100, 0);
+    Uses first{{"k1", "k2"}};
+    r.hold(first.of(1), true);
+    r.forget("k1");
+    Uses second{{"k3", "k4"}};  // k3 in k1's kept node
+    r.hold(second.of(1), true);
+    Uses again{{"k3"}};
+    r.touch(again.of(1), false);
+    // Oldest first: k2, k4, then k3, touched last.
+    CHECK(r.take_victims(3) == std::vector<std::string>{"k2", "k4", "k3"});
+}
