@@ -211,11 +211,6 @@ std::vector<Tier> load_tiers(const std::vector<TierSpec> &specs, std::vector<std
 {
     kvblob::LoadOptions load;
     if (auto folder = own_folder(); !folder.empty()) load.search_dirs.push_back(folder);
-    // A tier's host counts nothing: no one can read its figures (a driver
-    // publishes none through the ABI), and the engine's host counts the
-    // stack's operations. Counting cost every tier operation a clock read
-    // at submit and at its end, and its row tallies.
-    load.count_metrics = false;
     // Nothing allows a tier's untrusted file (allow_untrusted_file is the
     // tiered driver's own file's): the refusal says what works instead.
     load.allow_untrusted_words.clear();
