@@ -93,7 +93,8 @@ void add_flags(CLI::App &app, Flags &f)
     app.add_option("--rounds", f.rounds,
                    "Measure each point's driver and baseline in N alternated slices of --duration/N each (the "
                    "driver first, then the baseline first, and so on), so that both meet the same spells of a "
-                   "shared machine; 1: the driver's --duration, then the baseline's")
+                   "shared machine; 1: the driver's --duration, then the baseline's. Each slice after a side's "
+                   "first starts with an untimed step, as its first does")
         ->transform(cli::Count(1000))
         ->capture_default_str();
     app.add_option("--bytes", f.bytes_text, "Byte budget per point (stops at whichever budget is spent first)");
@@ -253,8 +254,11 @@ public:
         const std::string label = std::string(to_string(p.op)) + " " + size_label(p.size) + " x" +
                                   std::to_string(p.batch) + " " + std::to_string(p.threads) + "t";
         std::cerr << "[" << i + 1 << "/" << count << "] " << label << ": " << info_.driver_name << std::flush;
+        // Both sides' lanes are alive at once (measure_alternated): the
+        // driver lanes' buffers and the rows they stored, and the
+        // baseline's source and destination.
         const uint64_t memory = cli::saturating_mul(cli::saturating_mul(cli::saturating_mul(p.size, p.batch), p.threads),
-                                                    baseline_ ? 3 : 1);
+                                                    baseline_ ? 4 : 2);
         if (memory > g_.max_memory) {
             r.skipped = "needs " + size_label(memory) + " of buffers, more than --max-memory " + f_.max_memory_text;
         } else if (p.op == BenchOp::probe && !driver_.has(KVBLOB_CAP_PROBE)) {

@@ -38,6 +38,12 @@ LaneSet::LaneSet(unsigned threads, const MakeLane &make_lane) : totals_(threads)
 
 void LaneSet::run(const Budget &budget)
 {
+    if (ran_)
+        for (auto &lane : lanes_) {
+            lane->step();
+            lane->between();
+        }
+    ran_ = true;
     std::atomic<uint64_t> bytes_done{0};
     const auto start = Clock::now();
     const auto deadline = start + std::chrono::duration_cast<Clock::duration>(budget.duration);

@@ -155,6 +155,9 @@ public:
     LaneSet(unsigned threads, const MakeLane &make_lane);
     // One slice: every lane repeats its step at once, each on a thread of
     // its own, until budget is spent or one of its rows did not come back.
+    // A slice after the first starts with an untimed step: the other side
+    // ran meanwhile, and a side whose first timed step met cold caches and
+    // sleeping workers would pay for the alternation, not for its own work.
     void run(const Budget &budget);
     bool failed() const;
     Measurement measurement() const;
@@ -163,6 +166,7 @@ private:
     std::vector<std::unique_ptr<Lane>> lanes_;
     std::vector<LaneTotals> totals_;
     double seconds_ = 0;  // wall time of the slices
+    bool ran_ = false;    // a slice has run: the next one warms up first
 };
 
 // A point measured once, one slice of budget.

@@ -2,6 +2,8 @@
 
 #include <kvblob/support/key_hash.hpp>
 
+#include <new>
+
 namespace kvblob::tiered {
 
 std::vector<std::string> Recency::hold(const std::vector<Use> &uses, bool below)
@@ -93,7 +95,11 @@ void Recency::erase(Entry &e)
     bytes_ -= e.bytes;
     unlink(e);
     auto node = entries_.extract(entries_.find(Hashed{e.key->text, e.key->hash}));
-    if (spare_.size() < max_spare_nodes) spare_.push_back(std::move(node));
+    if (spare_.size() >= max_spare_nodes) return;
+    try {
+        spare_.push_back(std::move(node));
+    } catch (const std::bad_alloc &) {  // not kept: freed with node; the entry is gone either way
+    }
 }
 
 void Recency::written_below(const std::string &key)

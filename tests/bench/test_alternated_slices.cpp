@@ -87,18 +87,20 @@ TEST_CASE("alternated slices: the driver first, then the baseline first, each sl
     REQUIRE(runs.size() == expected.size());
     for (size_t i = 0; i < expected.size(); ++i) CHECK(runs[i] == expected[i]);
 
-    // Count the steps of each slice: warm-up 1, then 5 a slice.
+    // Count the steps of each slice: 5 a slice, each slice after the
+    // first of its side preceded by an untimed one.
     std::vector<std::pair<std::string, int>> slices;
     for (const auto &e : log.events) {
         if (e.find(" step") == std::string::npos) continue;
         if (slices.empty() || slices.back().first != e) slices.push_back({e, 0});
         ++slices.back().second;
     }
-    // driver: warm-up + slice 1 | baseline: warm-up + slice 1, slice 2 (round
-    // 2 runs the baseline first) | driver: slices 2 and 3 (round 3 runs the
-    // driver first) | baseline: slices 3 and 4 | driver: slice 4.
+    // driver: warm-up + slice 1 | baseline: warm-up + slice 1, warm-up +
+    // slice 2 (round 2 runs the baseline first) | driver: warm-up + slice 2,
+    // warm-up + slice 3 (round 3 runs the driver first) | baseline: two more
+    // | driver: warm-up + slice 4.
     const std::vector<std::pair<std::string, int>> expected_slices = {
-        {"driver step", 6}, {"baseline step", 11}, {"driver step", 10}, {"baseline step", 10}, {"driver step", 5}};
+        {"driver step", 6}, {"baseline step", 12}, {"driver step", 12}, {"baseline step", 12}, {"driver step", 6}};
     CHECK(slices == expected_slices);
 
     // What each side measured covers all its slices, not the warm-up.

@@ -187,8 +187,9 @@ private:
         // the driver has freed, or already handed to a new operation.
         uint32_t unlocked_calls = 0;
 
-        // As new, keeping the memory of its vectors (a released record kept
-        // for the next submit: spare_records_).
+        // As new, keeping the memory of its first final answer (a released
+        // record kept for the next submit: spare_records_; submit replaces
+        // its regions and row sizes with the admission's).
         void reset();
     };
     // Caller holds mu_ (through Locked). Asks the driver for op's access and accounts for it

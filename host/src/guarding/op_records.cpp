@@ -6,6 +6,8 @@
 // touch of the next operation's record.
 #include "driver_core.hpp"
 
+#include <new>
+
 namespace kvblob {
 
 namespace {
@@ -65,7 +67,10 @@ void DriverCore::keep_record(decltype(ops_)::node_type released)
 {
     if (spare_records_.size() >= max_spare_records || released.mapped().first_final.capacity() > max_kept_rows) return;
     released.mapped().reset();
-    spare_records_.push_back(std::move(released));
+    try {
+        spare_records_.push_back(std::move(released));
+    } catch (const std::bad_alloc &) {  // not kept: freed with released; the release itself succeeded
+    }
 }
 
 }  // namespace kvblob

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <new>
 
 namespace kvblob::support {
 
@@ -88,8 +89,11 @@ DriverBase::OpTable::node_type DriverBase::take_spare_op()
 // Called under ops_mu_ (release).
 void DriverBase::keep_spare_op(OpTable::node_type released)
 {
-    if (spare_ops_.size() < max_spare_ops && released.mapped()->rows.capacity() <= max_spare_rows)
+    if (spare_ops_.size() >= max_spare_ops || released.mapped()->rows.capacity() > max_spare_rows) return;
+    try {
         spare_ops_.push_back(std::move(released));
+    } catch (const std::bad_alloc &) {  // not kept: freed with released; the release itself succeeded
+    }
 }
 
 // ---- regions --------------------------------------------------------------
