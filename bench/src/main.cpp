@@ -288,7 +288,9 @@ private:
         try {
             DriverLaneSettings point_settings = lane_settings_;
             point_settings.run_id += "/" + std::to_string(i);  // each point's keys are its own
-            const MakeLane driver_lane = [&](unsigned lane) { return make_driver_lane(driver_, p, lane, point_settings); };
+            const MakeLane driver_lane = [&](unsigned lane) {
+                return make_driver_lane(driver_, p, lane, point_settings);
+            };
             const MakeLane baseline_lane = [&](unsigned lane) { return baseline_->make_lane(p, lane); };
             const bool with_baseline = baseline_ && baseline_->supports(p.op);
             if (with_baseline) std::cerr << ", " << baseline_->name << std::flush;

@@ -100,8 +100,9 @@ void MemoryDriver::dispatch(MemoryOp &op)
             workers_.push([this, &op] { run(op); });
             break;
         }
-        support::push_shared(workers_, op, rows_per_claim(op),
-                             [this](support::Op &o, bool holds_job) { share_rows(static_cast<MemoryOp &>(o), holds_job); });
+        support::push_shared(workers_, op, rows_per_claim(op), [this](support::Op &o, bool holds_job) {
+            share_rows(static_cast<MemoryOp &>(o), holds_job);
+        });
         break;
     case Mode::controlled: break;  // waits for advance()
     }
@@ -112,8 +113,9 @@ void MemoryDriver::dispatch(MemoryOp &op)
 bool MemoryDriver::run_queued(Op &base)
 {
     auto &op = static_cast<MemoryOp &>(base);
-    return support::run_unclaimed(workers_, op,
-                                  [this](support::Op &o, bool holds_job) { share_rows(static_cast<MemoryOp &>(o), holds_job); });
+    return support::run_unclaimed(workers_, op, [this](support::Op &o, bool holds_job) {
+        share_rows(static_cast<MemoryOp &>(o), holds_job);
+    });
 }
 
 void MemoryDriver::share_rows(MemoryOp &op, bool holds_job)

@@ -1,7 +1,7 @@
 // The host's records of a driver's operations, kept for reuse once
 // released: each stays in its node of DriverCore::ops_, taken out whole
 // and put back under the next operation's handle, with the memory of its
-// vectors. None are kept under AddressSanitizer: a host path that still
+// first final answer. None are kept under AddressSanitizer: a host path that still
 // held a released record must stay a use after free it can report, not a
 // touch of the next operation's record.
 #include "driver_core.hpp"
