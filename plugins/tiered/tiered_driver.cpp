@@ -241,7 +241,10 @@ void open_tiers(std::vector<Tier> &tiers, const std::vector<TierSpec> &specs, co
             forward->line(t, name, level, text);
         };
         try {
-            tier.handle.emplace(tier.plugin->open(specs[t].options, std::move(sink)));
+            // Labelled with its place in the stack: an engine's /metrics
+            // page lists each tier as an open driver of its own
+            // (metrics_of_open_drivers), told apart from the engine's.
+            tier.handle.emplace(tier.plugin->open(specs[t].options, std::move(sink), {}, "tier." + std::to_string(t)));
         } catch (const kvblob::LoadError &e) {
             // A tier's option it refused is the tiered open's bad option.
             const bool bad_option = std::any_of(e.problems().begin(), e.problems().end(),

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "kvblob/host/metrics.hpp"
 #include "plugins/driver_harness.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -170,6 +171,25 @@ TEST_CASE("tiered: a put writes through every tier, and remove reaches every tie
     CHECK_FALSE(holds(top, "wt/a"));
     CHECK_FALSE(holds(file, "wt/a"));
     CHECK(tiered.one(OpKind::probe, "wt/a") == KVBLOB_ROW_MISS);
+}
+
+TEST_CASE("tiered: each tier's host counts its operations under the label tier.N")
+{
+    TempDir root("kvblob-tiered");
+    DriverHarness tiered("tiered", memory_over_file(unique_store("tiered-labels"), root.path()));
+    auto src = tiered.buffer(4096);
+    REQUIRE(tiered.one(OpKind::put, "labels/a", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
+    // Written through: each tier stored the row, and its own host counted it.
+    const auto ready_puts = [](const std::string &driver, const std::string &label) {
+        uint64_t rows = 0;
+        for (const auto &m : kvblob::metrics_of_open_drivers())
+            if (m.driver == driver && m.label == label)
+                rows += m.kinds[static_cast<size_t>(OpKind::put)].rows[KVBLOB_ROW_READY];
+        return rows;
+    };
+    CHECK(ready_puts("memory", "tier.0") >= 1);
+    CHECK(ready_puts("file", "tier.1") >= 1);
+    CHECK(ready_puts("tiered", "") >= 1);  // the engine's own open of the stack
 }
 
 TEST_CASE("tiered: a full top tier DECLINES, the row is still stored below and READY from there")
