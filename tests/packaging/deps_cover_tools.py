@@ -16,6 +16,8 @@ Python module is built for the interpreter CMake found (/usr/bin/python3 on
 Debian), and the python3 first on a user's PATH may be another one.
 
 Usage: deps_cover_tools.py REPO_ROOT
+       deps_cover_tools.py --self-test   the script reader against scripts
+                                          whose programs are known
 """
 import os
 import re
@@ -40,12 +42,77 @@ SHELL_WORDS = {
 PREFIXES = {"exec", "nice", "timeout", "env", "sudo", "xargs", "command", "time", "setsid", "taskset", "stdbuf"}
 
 
+# A here-document's start (not a here-string, <<<), and its end word.
+HEREDOC = re.compile(r"(?<!<)<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+# A shell at command position: its here-document holds commands.
+SHELL_READS = re.compile(r"(^|[\s|;&(])(sh|bash|dash)(\s|$)")
+
+
+# Text before a string that a Python interpreter runs: python3 -c '...'.
+PYTHON_C = re.compile(r"python[0-9.]*\"?\s+(-\S+\s+)*-c\s*$")
+
+
+def outside_quotes(line, state):
+    """The line's code, and the string still open at its end, given the one
+    open at its start (state: None, or (quote, whether it is data)).
+    Single-quoted text on one line is data, replaced by ''; double-quoted
+    text is kept (it may run commands, "$(...)"); a string that spans lines
+    is data when a Python interpreter runs it (python3 -c '...'), its lines
+    dropped, and code otherwise (sh -c "...", a step's commands). Comments
+    are dropped."""
+    quote, data = state if state else (None, False)
+    continued = state is not None  # in a string opened on an earlier line
+    out, i, opened_at = [], 0, 0
+    while i < len(line):
+        c = line[i]
+        if quote is None:
+            if c in "'\"":
+                quote, data, opened_at = c, False, i
+                if c == '"':
+                    out.append(c)
+            elif c == "\\":
+                out.append(line[i:i + 2])
+                i += 1
+            elif c == "#" and (i == 0 or line[i - 1].isspace()):
+                break  # a comment, to the end of the line
+            else:
+                out.append(c)
+        elif c == "\\" and quote == '"':
+            if not data:
+                out.append(line[i:i + 2])
+            i += 1
+        elif c == quote:
+            out.append("''" if quote == "'" or data else c)
+            quote, data, continued = None, False, False
+        elif not data and (quote == '"' or continued):
+            out.append(c)  # double-quoted text, or a single-quoted string run as code
+        i += 1
+    if quote is None:
+        return "".join(out), None
+    if not continued:
+        data = bool(PYTHON_C.search(line[:opened_at]))
+    return "".join(out), (quote, data)
+
+
 def shell_commands(text):
-    """The program names at command position in a shell script."""
+    """The program names at command position in a shell script. A string
+    that spans lines and a here-document are data (a Python program, a
+    file's text) unless a shell reads the here-document: a word at the
+    start of one of their lines is no program the script runs (`import` in
+    a Python program is not ImageMagick's)."""
     found = set()
+    in_body = None  # the end word of the here-document being skipped
+    quote = None  # a string that spans lines: (its quote, whether it is data)
     for line in text.splitlines():
-        line = re.sub(r"(^|\s)#.*$", "", line)  # comments
-        line = re.sub(r"'[^']*'", "''", line)  # quoted text is data, not commands
+        if in_body is not None:
+            if line.strip() == in_body:
+                in_body = None
+            continue
+        if quote is None:
+            heredoc = HEREDOC.search(line)
+            if heredoc and not SHELL_READS.search(line[:heredoc.start()]):
+                in_body = heredoc.group(2)
+        line, quote = outside_quotes(line, quote)
         for part in re.split(r"\|\||&&|[|;`]|\$\(|\(|\)|\{|\}|\bthen\b|\bdo\b|\belse\b|!", line):
             words = part.split()
             while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
@@ -123,7 +190,31 @@ def in_minimal_base(package):
     return priority == "required" or essential == "yes"
 
 
+# Scripts and the programs they run, or must not be taken to run.
+SELF_TEST = [
+    ("x=$(python3 -c '\nimport socket\nprint(1)\n')\n", set(), {"import"}),
+    ('out=$("$python" -c "\nimport kvblob\n")\n', set(), {"import"}),
+    ("cat >f <<'PY'\nimport kvblob\nPY\nwc -l f\n", {"cat", "wc"}, {"import"}),
+    ("bash <<'EOF'\nls /\nEOF\n", {"bash", "ls"}, set()),
+    ('step a "cp x y\n    cmake -S . -B b\n    ls" && show\n', {"cmake"}, set()),
+    ('d="$(mktemp -d)"  # a comment: sed\n', {"mktemp"}, {"sed"}),
+    ("echo 'grep is data here'\n", set(), {"grep"}),
+]
+
+
+def self_test():
+    for script, runs, not_runs in SELF_TEST:
+        found = shell_commands(script)
+        if not runs <= found or found & not_runs:
+            print(f"self-test FAILED on {script!r}: found {sorted(found)}")
+            return 1
+    print(f"self-test passed: {len(SELF_TEST)} scripts read as bash runs them")
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     root = sys.argv[1]
     files = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True, check=True).stdout.split()
     called = dict(INDIRECT)  # program -> where (or why) it is called
