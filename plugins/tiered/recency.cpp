@@ -1,5 +1,6 @@
 #include "recency.hpp"
 
+#include <kvblob/support/address_sanitizer.hpp>
 #include <kvblob/support/key_hash.hpp>
 
 #include <new>
@@ -22,17 +23,8 @@ std::vector<std::string> Recency::touch(const std::vector<Use> &uses, bool below
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr size_t max_spare_nodes = 0;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr size_t max_spare_nodes = 0;
-#else
-constexpr size_t max_spare_nodes = 256;
-#endif
-#else
-constexpr size_t max_spare_nodes = 256;
-#endif
+// Erased nodes kept at most (none under AddressSanitizer: recency.hpp).
+constexpr size_t max_spare_nodes = support::address_sanitizer ? 0 : 256;
 
 }  // namespace
 

@@ -23,6 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "kvblob/support/address_sanitizer.hpp"
 #include "kvblob/support/row_share.hpp"
 
 // The opaque handle types of the C header, completed for the bundled drivers.
@@ -168,18 +169,7 @@ struct RowOutcome {
 // Released operations a driver keeps for its next submits (Op::recycle).
 // None under AddressSanitizer: a driver's touch of a released operation must
 // stay a use after free it can report, not a write into the next operation.
-#if defined(__SANITIZE_ADDRESS__)
-#define KVBLOB_SUPPORT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KVBLOB_SUPPORT_ASAN 1
-#endif
-#endif
-#ifdef KVBLOB_SUPPORT_ASAN
-inline constexpr size_t max_spare_ops = 0;
-#else
-inline constexpr size_t max_spare_ops = 8;
-#endif
+inline constexpr size_t max_spare_ops = address_sanitizer ? 0 : 8;
 
 // A field added to an operation is reset in recycle (its derived types' too).
 struct Op : kvblob_op {
