@@ -1,8 +1,9 @@
 // The worker pool behind the bundled drivers' background modes
 // (plugins/support/include/kvblob/support/work_queue.hpp): every job runs
 // once, whether its worker was watching the queue or asleep; a job queued
-// while the watching worker is busy wakes another; stop finishes the queue;
-// workers carry the pool's thread name.
+// while the watching worker is busy wakes another; a worker on the core of
+// the latest push sleeps at once, on another it watches; stop finishes the
+// queue; workers carry the pool's thread name.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -14,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sched.h>
 
 #include "kvblob/support/work_queue.hpp"
 
@@ -139,6 +142,88 @@ TEST_CASE("work queue: a job queued while the watching worker runs another wakes
         q.push([&] { rendezvous(); done.one(); });
         REQUIRE(done.reaches(2, 60s));
         REQUIRE(met == 2);
+    }
+}
+
+namespace {
+
+// Pins the calling thread to one core for its life, then gives it back the
+// cores it had (also when a check throws).
+class PinnedTo {
+public:
+    explicit PinnedTo(int cpu)
+    {
+        REQUIRE(sched_getaffinity(0, sizeof was_, &was_) == 0);
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+    }
+    ~PinnedTo() { sched_setaffinity(0, sizeof was_, &was_); }
+    PinnedTo(const PinnedTo &) = delete;
+    PinnedTo &operator=(const PinnedTo &) = delete;
+
+private:
+    cpu_set_t was_;
+};
+
+// The cores this thread may run on.
+std::vector<int> allowed_cpus()
+{
+    cpu_set_t set;
+    std::vector<int> cpus;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    return cpus;
+}
+
+}  // namespace
+
+TEST_CASE("work queue: a worker sleeps at once on the core of the latest push, and watches on another")
+{
+    const std::vector<int> cpus = allowed_cpus();
+    if (cpus.empty() || sched_getcpu() < 0) {
+        MESSAGE("skipped: the cores this thread runs on are not known here");
+        return;
+    }
+    // The pool's watch is a minute: a worker that watched after its job
+    // would not be asleep within the 30 s below.
+    SUBCASE("on the pusher's core: asleep at once, and woken for the next job")
+    {
+        PinnedTo pin(cpus[0]);  // the workers, started after, inherit it
+        WorkQueue q;
+        q.start(1, std::chrono::minutes(1));
+        DoneCount done;
+        q.push([&] { done.one(); });
+        REQUIRE(done.reaches(1, 30s));
+        CHECK(all_asleep(q, 1, 30s));
+        q.push([&] { done.one(); });
+        CHECK(done.reaches(2, 30s));
+        q.stop();
+    }
+    SUBCASE("on another core: it watches")
+    {
+        if (cpus.size() < 2) {
+            MESSAGE("skipped: this thread may run on one core only");
+            return;
+        }
+        WorkQueue q;
+        {
+            PinnedTo worker_core(cpus[1]);
+            q.start(1, std::chrono::minutes(1));
+        }
+        PinnedTo pin(cpus[0]);
+        DoneCount done;
+        q.push([&] { done.one(); });
+        REQUIRE(done.reaches(1, 30s));
+        const auto until = std::chrono::steady_clock::now() + 30s;
+        while (!q.watching() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        CHECK(q.watching());
+        CHECK(q.sleeping() == 0);
+        q.push([&] { done.one(); });  // taken by the watching worker, no wake
+        CHECK(done.reaches(2, 30s));
+        q.stop();
     }
 }
 
