@@ -145,9 +145,10 @@ private:
         }
     }
 
-    // Returns when a job is queued, or after watch_, or at once while
-    // another worker watches, when the pool has no watch, or on the core
-    // of the latest push (below). Looks at the clock every 64 pauses.
+    // Returns when a job is queued, when the pool stops, or after watch_;
+    // at once while another worker watches, when the pool has no watch, or
+    // on the core of the latest push (below). Looks at the clock every 64
+    // pauses.
     // Never yields: on a busy machine the fair scheduler gives a yielding
     // thread's core to a busy thread for up to a scheduler tick (4 ms),
     // where a sleeper that is woken runs at once (host/src/guarding/
@@ -174,14 +175,14 @@ private:
             for (int i = 0; i < 64 && queued_.load(std::memory_order_relaxed) == 0; ++i) {
                 spin_pause();
             }
-            if (queued_.load(std::memory_order_relaxed) != 0) break;
+            if (queued_.load(std::memory_order_relaxed) != 0 || stopping_.load(std::memory_order_relaxed)) break;
         }
         watching_.store(false, std::memory_order_seq_cst);
     }
 
     // The core the calling thread runs on, -1 where that is not known
-    // (glibc reads it from the kernel's restartable-sequence area: no
-    // system call).
+    // (glibc 2.35 and later read it from the kernel's restartable-sequence
+    // area, older ones from the vDSO on x86: no system call).
     static int current_cpu() noexcept
     {
 #if defined(__linux__)
@@ -202,7 +203,7 @@ private:
     std::atomic<unsigned> sleepers_{0};  // workers asleep on cv_
     std::atomic<bool> watching_{false};  // a worker is in watch()
     std::atomic<int> pusher_cpu_{-1};    // the core of the latest push (current_cpu)
-    bool stopping_ = false;
+    std::atomic<bool> stopping_{false};  // written under mu_; watch() reads it without
     std::chrono::microseconds watch_ = watch_before_sleep;  // set before the workers start
     std::vector<std::thread> threads_;
 };
