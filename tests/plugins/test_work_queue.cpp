@@ -51,15 +51,22 @@ private:
     uint64_t n_ = 0;
 };
 
-// Whether every worker is asleep within limit, as the queue counts them.
-bool all_asleep(const WorkQueue &q, unsigned workers, std::chrono::seconds limit)
+// Whether what the queue says turns true within limit.
+template <class Look>
+bool turns_true(Look look, std::chrono::seconds limit)
 {
     const auto until = std::chrono::steady_clock::now() + limit;
-    while (q.sleeping() != workers) {
+    while (!look()) {
         if (std::chrono::steady_clock::now() >= until) return false;
         std::this_thread::yield();
     }
     return true;
+}
+
+// Whether every worker is asleep within limit, as the queue counts them.
+bool all_asleep(const WorkQueue &q, unsigned workers, std::chrono::seconds limit)
+{
+    return turns_true([&] { return q.sleeping() == workers; }, limit);
 }
 
 }  // namespace
@@ -217,9 +224,7 @@ TEST_CASE("work queue: a worker sleeps at once on the core of the latest push, a
         DoneCount done;
         q.push([&] { done.one(); });
         REQUIRE(done.reaches(1, 30s));
-        const auto until = std::chrono::steady_clock::now() + 30s;
-        while (!q.watching() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-        CHECK(q.watching());
+        CHECK(turns_true([&] { return q.watching(); }, 30s));
         CHECK(q.sleeping() == 0);
         q.push([&] { done.one(); });  // taken by the watching worker, no wake
         CHECK(done.reaches(2, 30s));
