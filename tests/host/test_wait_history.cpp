@@ -5,8 +5,12 @@
 // Durations are injected: nothing here is timed.
 #include <doctest/doctest.h>
 
+#include "guarding/notifier.hpp"
 #include "guarding/watch.hpp"
 
+#include <thread>
+
+using kvblob::Notifier;
 using kvblob::wait_took;
 using kvblob::WaitHistory;
 using kvblob::watch_before_sleep;
@@ -84,4 +88,31 @@ TEST_CASE("wait history: a wait that slept counts until the announcement that wo
     CHECK(wait_took(start, start + 90us, start - 5us, true) == 0us);
     // Never past the wait's end.
     CHECK(wait_took(start, start + 90us, start + 1s, true) == 90us);
+}
+
+TEST_CASE("notifier: a sleeper reads the time of the announcement that woke it, and with no sleeper none is read")
+{
+    using Clock = std::chrono::steady_clock;
+    Notifier n;
+    // Nobody asleep: the announcement reads no clock, and the time a
+    // sleeper would read stays as it was.
+    const Clock::time_point before_any = n.last_announced();
+    n.announce();
+    CHECK(n.last_announced() == before_any);
+
+    // A waiter with no watch goes to sleep at once. An announcement made
+    // once it is counted in (asleep, or about to look at the generation
+    // and find it moved) reads the time for it.
+    const uint64_t seen = n.current();
+    std::thread waiter([&] { n.wait_past(seen, Clock::now() + 1h, Clock::now()); });
+    while (n.sleepers() == 0) std::this_thread::yield();
+    const Clock::time_point announced_after = Clock::now();
+    n.announce();
+    waiter.join();
+    CHECK(n.last_announced() >= announced_after);
+    CHECK(n.last_announced() <= Clock::now());
+
+    // The generation moved already: the waiter does not sleep, and says so
+    // (its wait's history then counts until now, not a stale time).
+    CHECK_FALSE(n.wait_past(seen, Clock::now() + 1h, Clock::now()));
 }

@@ -24,11 +24,14 @@ void Notifier::announce() noexcept
 {
     // seq_cst on both sides (here: bump, then look for sleepers; in
     // wait_past: count in, then look at the generation): either this sees
-    // the sleeper, or the sleeper sees the bump. The time first, so that a
-    // waiter the bump wakes reads this announcement's time or a later one's.
-    announced_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    // the sleeper, or the sleeper sees the bump and does not sleep.
     generation_.fetch_add(1, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) != 0) {
+        // The time only a waiter that slept reads (wait_took), stored before
+        // the wake: a sleeper this wakes reads this announcement's time or a
+        // later one's. Read on every announcement, the clock was four reads
+        // an operation through a tiered driver with none asleep.
+        announced_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
         try {
             std::lock_guard lock(mu_);  // a sleeper between its check and its sleep is not missed
         } catch (...) {                 // cannot lock: the sleeper's deadline still ends its wait
@@ -47,12 +50,19 @@ bool Notifier::wait_past(uint64_t seen, std::chrono::steady_clock::time_point de
 {
     if (watch(std::min(deadline, watch_end), [&] { return current() != seen; })) return false;
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    // Slept: blocked on cv_ at least once. A waiter that finds the bump as it
+    // counts itself in never sleeps, and its announcer may not have seen it
+    // nor read the time for it.
+    bool slept = false;
     {
         std::unique_lock lock(mu_);
-        cv_.wait_until(lock, deadline, [&] { return current() != seen; });
+        while (current() == seen) {
+            slept = true;
+            if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+        }
     }
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
-    return true;
+    return slept;
 }
 
 }  // namespace kvblob

@@ -29,9 +29,9 @@ public:
     // sleeps; never throws.
     void announce() noexcept;
     uint64_t current() const noexcept { return generation_.load(std::memory_order_seq_cst); }
-    // When the latest announcement was made (stored before its generation's
-    // bump): where a waiter slept, what its operation took without the
-    // wake's delay (WaitHistory, watch.hpp).
+    // When the latest announcement that found a waiter asleep was made
+    // (stored before it woke them): where a waiter slept, what its
+    // operation took without the wake's delay (WaitHistory, watch.hpp).
     std::chrono::steady_clock::time_point last_announced() const noexcept
     {
         return std::chrono::steady_clock::time_point(
@@ -45,13 +45,17 @@ public:
     bool wait_past(uint64_t seen, std::chrono::steady_clock::time_point deadline,
                    std::chrono::steady_clock::time_point watch_end);
 
+    // Waiters asleep now, or about to sleep (tests wait for one).
+    uint32_t sleepers() const noexcept { return sleepers_.load(std::memory_order_seq_cst); }
+
     // Readable once any operation was announced after the first call.
     int fd();
 
 private:
     std::atomic<uint64_t> generation_{0};
     // A relaxed store by the announcer: the time is a hint for the history,
-    // and the bump after it orders nothing it needs.
+    // and the lock it takes to wake the sleepers orders it before their
+    // read.
     std::atomic<std::chrono::steady_clock::rep> announced_{0};
     std::atomic<uint32_t> sleepers_{0};
     std::mutex mu_;  // a leaf: held to sleep, or to wake the sleepers
