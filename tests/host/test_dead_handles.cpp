@@ -48,6 +48,10 @@ void every_member_refused(kvblob::Operation &op, const std::string &why)
     refused("is_final", [&] { op.is_final(); }, why);
     refused("access", [&] { op.access(); }, why);
     refused("results", [&] { op.results(); }, why);
+    refused("results", [&] {
+        std::vector<kvblob::RowStatus> out;
+        op.results(out);
+    }, why);
     refused("cancel", [&] { op.cancel(); }, why);
     refused("wait", [&] { op.wait(10ms); }, why);
     refused("release", [&] { op.release(); }, why);

@@ -66,7 +66,8 @@ public:
     kvblob_op_t *submit(OpKind kind, const kvblob_batch_t &batch, Vouch vouched);  // throws CallError
     bool is_final(kvblob_op_t *op);
     kvblob_access access(kvblob_op_t *op);
-    std::vector<RowStatus> results(kvblob_op_t *op);
+    // Into out, sized to the rows (its memory kept from one call to the next).
+    void results(kvblob_op_t *op, std::vector<RowStatus> &out);
     std::string message(kvblob_op_t *op, uint64_t row);
     kvblob_status cancel(kvblob_op_t *op);
     kvblob_status release(kvblob_op_t *op);
@@ -219,7 +220,8 @@ private:
     kvblob_status unregister_locked(kvblob_region_t *region);
     // Caller holds mu_. The host's answer for each row of a final operation
     // (check_answer); the first final answer is kept and counted.
-    std::vector<RowStatus> judged_rows(OpRecord &record, kvblob_status st, const std::vector<kvblob_row_status_t> &raw);
+    void judged_rows(OpRecord &record, kvblob_status st, const std::vector<kvblob_row_status_t> &raw,
+                     std::vector<RowStatus> &out);
     // Caller holds mu_. Counts a final operation's rows once, asking the
     // driver for them when the caller never did (an operation released or
     // abandoned unread).

@@ -263,7 +263,7 @@ kvblob_access DriverCore::access(kvblob_op_t *op)
     return observe_access(op, record_of(op, "access"));
 }
 
-std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
+void DriverCore::results(kvblob_op_t *op, std::vector<RowStatus> &out)
 {
     std::optional<Locked> locked(std::in_place, *this);
     if (!record_of(op, "results").final_seen) {
@@ -288,18 +288,18 @@ std::vector<RowStatus> DriverCore::results(kvblob_op_t *op)
                                                  uint64_t{0}, record.rows, raw.data())
                                           : KVBLOB_OK;
     if (!final) {  // rows may still be pending; nothing is final to check yet
-        std::vector<RowStatus> out(record.rows);
+        out.resize(record.rows);
         for (size_t i = 0; i < raw.size(); ++i)
             out[i] = {st == KVBLOB_OK ? raw[i].result : KVBLOB_ROW_PENDING, raw[i].driver_code};
-        return out;
+        return;
     }
-    return judged_rows(record, st, raw);
+    judged_rows(record, st, raw, out);
 }
 
-std::vector<RowStatus> DriverCore::judged_rows(OpRecord &record, kvblob_status st,
-                                               const std::vector<kvblob_row_status_t> &raw)
+void DriverCore::judged_rows(OpRecord &record, kvblob_status st, const std::vector<kvblob_row_status_t> &raw,
+                             std::vector<RowStatus> &out)
 {
-    std::vector<RowStatus> out(raw.size());
+    out.resize(raw.size());
     const RowStatus *first = record.has_first_final ? record.first_final.data() : nullptr;
     // The first final answer is the one that stands (R-ROW-1): its rows are
     // counted, once, in the same pass that checks them.
@@ -334,7 +334,6 @@ std::vector<RowStatus> DriverCore::judged_rows(OpRecord &record, kvblob_status s
         record.first_final.assign(out.begin(), out.end());  // into the memory a reused record kept
         record.has_first_final = true;
     }
-    return out;
 }
 
 void DriverCore::count_unread_rows(kvblob_op_t *op, OpRecord &record)
@@ -345,7 +344,8 @@ void DriverCore::count_unread_rows(kvblob_op_t *op, OpRecord &record)
     const kvblob_status st = record.rows ? call(&kvblob_plugin_t::results, "results", KVBLOB_E_INTERNAL, handle, op,
                                                  uint64_t{0}, record.rows, raw.data())
                                           : KVBLOB_OK;
-    judged_rows(record, st, raw);
+    std::vector<RowStatus> unread;
+    judged_rows(record, st, raw, unread);
 }
 
 void DriverCore::pin_locked(RegionRecord &region)

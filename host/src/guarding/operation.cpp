@@ -128,7 +128,14 @@ int Operation::completion_fd() const noexcept
     return core_->notifier().fd();
 }
 
-std::vector<RowStatus> Operation::results() const { return owned("results").results(handle_); }
+std::vector<RowStatus> Operation::results() const
+{
+    std::vector<RowStatus> out;
+    results(out);
+    return out;
+}
+
+void Operation::results(std::vector<RowStatus> &out) const { owned("results").results(handle_, out); }
 std::string Operation::message(uint64_t row) const { return owned("message").message(handle_, row); }
 kvblob_status Operation::cancel() const { return owned("cancel").cancel(handle_); }
 

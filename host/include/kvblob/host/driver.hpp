@@ -84,6 +84,9 @@ public:
     // driver that later answers otherwise is logged as MISBEHAVING and the
     // row's message says so.
     std::vector<RowStatus> results() const;
+    // The same into out, sized to the rows: a caller that asks every
+    // operation keeps one vector's memory instead of an allocation a call.
+    void results(std::vector<RowStatus> &out) const;
     // The driver's message for row (or the host's, for a row whose answer it
     // overruled). A row outside the operation is refused (CallError).
     std::string message(uint64_t row) const;
