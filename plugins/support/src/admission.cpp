@@ -15,6 +15,17 @@ namespace kvblob::support {
 
 // ---- admission ------------------------------------------------------------
 
+namespace {
+
+// A row's refusal: its words in problem, and false (check_spans).
+bool refuse_row(std::string &problem, std::string words)
+{
+    problem = std::move(words);
+    return false;
+}
+
+}  // namespace
+
 // The keys of the operation being admitted, to find one that repeats: open
 // addressing over the indices of its rows, whose keys it compares, where a
 // std::unordered_set allocated a node per key. The slots are the admitting
@@ -60,29 +71,32 @@ private:
     size_t mask_ = 0;
 };
 
-std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanList &spans,
-                                    std::vector<Region *> &regions, uint64_t &total, LastRegion &last)
+bool DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanList &spans, std::vector<Region *> &regions,
+                             uint64_t &total, LastRegion &last, std::string &problem)
 {
     // Words are put together only for a refusal: this runs for every row.
     const auto where = [r] { return "row " + std::to_string(r); };
-    if (row.span_count == 0 || !row.spans) return "[R-ADM-5] " + where() + " has no span";
+    if (row.span_count == 0 || !row.spans) return refuse_row(problem, "[R-ADM-5] " + where() + " has no span");
     if (row.span_count > caps_.max_spans_per_row)
-        return "[R-ADM-5] " + where() + " has " + std::to_string(row.span_count) + " spans, more than " +
-               std::to_string(caps_.max_spans_per_row);
+        return refuse_row(problem, "[R-ADM-5] " + where() + " has " + std::to_string(row.span_count) +
+                                       " spans, more than " + std::to_string(caps_.max_spans_per_row));
     for (uint32_t s = 0; s < row.span_count; ++s) {
         const auto &span = row.spans[s];
         const auto what = [&] { return where() + " span " + std::to_string(s); };
-        if (span.struct_size < sizeof(kvblob_span_t)) return "[R-ADM-6] " + what() + " has a bad struct_size";
+        if (span.struct_size < sizeof(kvblob_span_t))
+            return refuse_row(problem, "[R-ADM-6] " + what() + " has a bad struct_size");
         if (!last.region || span.region != last.handle) {
             auto it = regions_.find(span.region);
-            if (it == regions_.end()) return "[R-ADM-6] " + what() + " names a region that is not registered";
+            if (it == regions_.end())
+                return refuse_row(problem, "[R-ADM-6] " + what() + " names a region that is not registered");
             last = {span.region, it->second.get()};
         }
         Region &region = *last.region;
-        if (span.length == 0) return "[R-ADM-6] " + what() + " has zero length";
+        if (span.length == 0) return refuse_row(problem, "[R-ADM-6] " + what() + " has zero length");
         if (span.offset > region.size || span.length > region.size - span.offset)
-            return "[R-ADM-6] " + what() + " [" + std::to_string(span.offset) + ", +" + std::to_string(span.length) +
-                   ") is outside its region of " + std::to_string(region.size) + " bytes";
+            return refuse_row(problem, "[R-ADM-6] " + what() + " [" + std::to_string(span.offset) + ", +" +
+                                           std::to_string(span.length) + ") is outside its region of " +
+                                           std::to_string(region.size) + " bytes");
         spans.emplace_back(region.base + span.offset, span.length, region.kind == KVBLOB_MEMORY_DEVICE,
                            region.device_ordinal);
         total += span.length;
@@ -91,9 +105,9 @@ std::string DriverBase::check_spans(const kvblob_row_t &row, uint64_t r, SpanLis
             regions.push_back(&region);
     }
     if (total > caps_.max_object_bytes)
-        return "[R-ADM-5] " + where() + " is " + std::to_string(total) + " bytes, over the object limit of " +
-               std::to_string(caps_.max_object_bytes);
-    return {};
+        return refuse_row(problem, "[R-ADM-5] " + where() + " is " + std::to_string(total) +
+                                       " bytes, over the object limit of " + std::to_string(caps_.max_object_bytes));
+    return true;
 }
 
 kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r, RowKeySet &keys, LastRegion &last,
@@ -118,7 +132,7 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
     if (!keys.insert(r))
         return refused(why, KVBLOB_E_REJECTED, "[R-ADM-4] " + where() + " repeats a key of this operation");
     if (op.kind == OpKind::put || op.kind == OpKind::get) {
-        if (auto problem = check_spans(row, r, dst.spans, op.regions, dst.total, last); !problem.empty())
+        if (std::string problem; !check_spans(row, r, dst.spans, op.regions, dst.total, last, problem))
             return refused(why, KVBLOB_E_REJECTED, std::move(problem));
     } else if (row.span_count != 0) {
         return refused(why, KVBLOB_E_REJECTED, "[R-ADM-5] " + where() + ": probe and remove rows carry no spans");
