@@ -52,7 +52,9 @@ void GetFlow::reset()
     claimed = worker_waiting = handed_off = false;
     plan = Block();
     from.clear();
-    used.clear();
+    // used is left as it is: end_from_top writes every entry it reads, and
+    // a resize to the size it has already writes nothing (cleared, it was
+    // filled with empty entries on every get, then overwritten).
 }
 
 bool TieredDriver::start_get(TieredOp &op)
@@ -134,9 +136,9 @@ void TieredDriver::step(TieredOp &op, GetFlow &flow)
 {
     std::vector<TierAnswer> got = std::move(flow.refused);
     if (flow.current) {
-        const std::vector<kvblob::RowStatus> results = flow.current->results();
-        if (flow.tier == 0 && end_from_top(op, flow, results)) return;
-        collect(op, flow.tier, *flow.current, results, got, flow.tier + 1 == tiers_.size());
+        flow.current->results(flow.results);
+        if (flow.tier == 0 && end_from_top(op, flow, flow.results)) return;
+        collect(op, flow.tier, *flow.current, flow.results, got, flow.tier + 1 == tiers_.size());
         {
             std::lock_guard lock(op.mu);
             op.cancellable.clear();
@@ -164,16 +166,20 @@ bool TieredDriver::end_from_top(TieredOp &op, GetFlow &flow, const std::vector<k
         op.cancellable.clear();
     }
     flow.current.reset();  // released before op's access ends
-    // Written in place over the kept capacity: a push_back per row was a
+    // One pass over the rows, each answered as its key is listed for the
+    // recency record (two passes read each row twice, the second time most
+    // often from further out than the first level of cache). The keys are
+    // written in place over the kept capacity: a push_back per row was a
     // call per row, a seventh of the recency record's cost (measured with
     // perf).
     flow.used.resize(flow.rows.size());
     for (size_t k = 0; k < flow.rows.size(); ++k) {
-        const support::Row &row = op.rows[flow.rows[k]];
+        const size_t i = flow.rows[k];
+        const support::Row &row = op.rows[i];
         flow.used[k] = {&row.key, row.key_hash, row.total};
+        set_row(op, i, KVBLOB_ROW_READY);
     }
     drop(recency_.touch(flow.used, !write_back_));
-    for (size_t i : flow.rows) set_row(op, i, KVBLOB_ROW_READY, 0, {});
     flow.claimed = true;
     end_access(op);
     finish(op);  // the last touch

@@ -3,6 +3,7 @@
 #include <kvblob/support/address_sanitizer.hpp>
 #include <kvblob/support/key_hash.hpp>
 
+#include <algorithm>
 #include <new>
 
 namespace kvblob::tiered {
@@ -23,34 +24,84 @@ std::vector<std::string> Recency::touch(const std::vector<Use> &uses, bool below
 
 namespace {
 
-// Erased nodes kept at most (none under AddressSanitizer: recency.hpp).
-constexpr size_t max_spare_nodes = support::address_sanitizer ? 0 : 256;
+// Erased entries kept at most (none under AddressSanitizer: recency.hpp).
+constexpr size_t max_spare_entries = support::address_sanitizer ? 0 : 256;
 
 }  // namespace
 
-Recency::Entries::iterator Recency::add(const Use &use)
+size_t Recency::slot_of(std::string_view key, uint64_t hash) const
 {
-    if (spare_.empty()) return entries_.try_emplace(StoredKey{*use.key, use.hash}).first;
-    Entries::node_type node = std::move(spare_.back());
-    spare_.pop_back();
-    node.key().text.assign(*use.key);  // into the memory the erased key kept
-    node.key().hash = use.hash;
-    node.mapped() = Entry{};
-    return entries_.insert(std::move(node)).position;  // the caller looked: the key is not there
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        const Entry *e = slots_[i].get();
+        if (!e || (e->hash == hash && e->key == key)) return i;
+    }
+}
+
+Recency::Entry *Recency::find(std::string_view key, uint64_t hash) const
+{
+    return slots_.empty() ? nullptr : slots_[slot_of(key, hash)].get();
+}
+
+Recency::Entry &Recency::index(std::unique_ptr<Entry> entry)
+{
+    if (2 * (count_ + 1) > slots_.size()) {
+        std::vector<std::unique_ptr<Entry>> previous(std::max<size_t>(64, 2 * slots_.size()));
+        previous.swap(slots_);  // slots_ the larger table now, previous the entries
+        for (auto &e : previous)
+            if (e) slots_[slot_of(e->key, e->hash)] = std::move(e);
+    }
+    auto &slot = slots_[slot_of(entry->key, entry->hash)];  // the caller looked: the key is not there
+    slot = std::move(entry);
+    ++count_;
+    return *slot;
+}
+
+std::unique_ptr<Recency::Entry> Recency::unindex(const Entry &entry)
+{
+    const size_t mask = slots_.size() - 1;
+    size_t gap = slot_of(entry.key, entry.hash);
+    std::unique_ptr<Entry> out = std::move(slots_[gap]);
+    // Each entry after the gap, up to the first empty slot, moves back into
+    // it unless its own first slot lies between the gap and it: a probe for
+    // it starts past the gap, and still finds it.
+    for (size_t i = (gap + 1) & mask; slots_[i]; i = (i + 1) & mask) {
+        const size_t home = slots_[i]->hash & mask;
+        if (((i - home) & mask) >= ((i - gap) & mask)) {
+            slots_[gap] = std::move(slots_[i]);
+            gap = i;
+        }
+    }
+    --count_;
+    return out;
+}
+
+Recency::Entry &Recency::add(const Use &use)
+{
+    std::unique_ptr<Entry> entry;
+    if (spare_.empty()) {
+        entry = std::make_unique<Entry>();
+    } else {
+        entry = std::move(spare_.back());
+        spare_.pop_back();
+        std::string memory = std::move(entry->key);  // as new, in the erased key's memory
+        *entry = Entry{};
+        entry->key = std::move(memory);
+    }
+    entry->key.assign(*use.key);
+    entry->hash = use.hash;
+    return index(std::move(entry));
 }
 
 void Recency::hold_one(const Use &use, bool below)
 {
     const uint64_t bytes = use.bytes;
-    auto it = entries_.find(Hashed{*use.key, use.hash});
-    if (it == entries_.end()) {
-        it = add(use);
-        it->second.key = &it->first;
-    } else {
-        bytes_ -= it->second.bytes;
-        unlink(it->second);
+    Entry *found = find(*use.key, use.hash);
+    if (found) {
+        bytes_ -= found->bytes;
+        unlink(*found);
     }
-    Entry &e = it->second;
+    Entry &e = found ? *found : add(use);
     e.bytes = bytes;
     // Written below once stays written below (keys name content, R-ROW-7):
     // a second put of the key changes nothing there.
@@ -61,10 +112,11 @@ void Recency::hold_one(const Use &use, bool below)
 
 void Recency::touch_one(const Use &use, bool below_unknown)
 {
-    auto it = entries_.find(Hashed{*use.key, use.hash});
-    if (it == entries_.end()) return hold_one(use, below_unknown);
-    unlink(it->second);
-    link_newest(it->second);
+    Entry *e = find(*use.key, use.hash);
+    if (!e) return hold_one(use, below_unknown);
+    if (e == newest_) return;
+    unlink(*e);
+    link_newest(*e);
 }
 
 void Recency::link_newest(Entry &e)
@@ -86,24 +138,24 @@ void Recency::erase(Entry &e)
 {
     bytes_ -= e.bytes;
     unlink(e);
-    auto node = entries_.extract(entries_.find(Hashed{e.key->text, e.key->hash}));
-    if (spare_.size() >= max_spare_nodes) return;
+    std::unique_ptr<Entry> out = unindex(e);
+    if (spare_.size() >= max_spare_entries) return;
     try {
-        spare_.push_back(std::move(node));
-    } catch (const std::bad_alloc &) {  // not kept: freed with node; the entry is gone either way
+        spare_.push_back(std::move(out));
+    } catch (const std::bad_alloc &) {  // not kept: freed with out; the entry is gone either way
     }
 }
 
 void Recency::written_below(const std::string &key)
 {
     std::lock_guard lock(mu_);
-    if (auto it = entries_.find(Hashed{key, support::key_hash(key)}); it != entries_.end()) it->second.below = true;
+    if (Entry *e = find(key, support::key_hash(key))) e->below = true;
 }
 
 void Recency::forget(const std::string &key)
 {
     std::lock_guard lock(mu_);
-    if (auto it = entries_.find(Hashed{key, support::key_hash(key)}); it != entries_.end()) erase(it->second);
+    if (Entry *e = find(key, support::key_hash(key))) erase(*e);
 }
 
 std::vector<std::string> Recency::take_victims(uint64_t bytes)
@@ -115,7 +167,7 @@ std::vector<std::string> Recency::take_victims(uint64_t bytes)
         Entry *next = e->newer;
         if (e->below) {
             freed += e->bytes;
-            out.push_back(e->key->text);
+            out.push_back(e->key);
             erase(*e);
         }
         e = next;
@@ -134,19 +186,19 @@ uint64_t Recency::over_budget(uint64_t incoming) const
 size_t Recency::size() const
 {
     std::lock_guard lock(mu_);
-    return entries_.size();
+    return count_;
 }
 
 std::vector<std::string> Recency::trim()
 {
     std::vector<std::string> out;
-    while (entries_.size() > max_keys_) {
+    while (count_ > max_keys_) {
         // The oldest evictable key goes, from the tier too; with none
         // evictable, the oldest record goes and its object stays.
         Entry *e = oldest_;
         while (e && !e->below) e = e->newer;
         if (!e) e = oldest_;
-        if (e->below) out.push_back(e->key->text);
+        if (e->below) out.push_back(e->key);
         erase(*e);
     }
     return out;

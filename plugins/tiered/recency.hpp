@@ -16,10 +16,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace kvblob::tiered {
@@ -58,43 +58,33 @@ public:
     size_t size() const;
 
 private:
-    // A recorded key with its hash (KeyHash, below, says why it is kept).
-    struct StoredKey {
-        std::string text;
-        uint64_t hash = 0;
-    };
-    // The order is a list through the entries themselves (oldest to
-    // newest), so a key is stored once, in the map's node: recording a new
-    // key is one allocation for the node (and one for a long key), where a
-    // separate list of keys cost two more (measured with callgrind: about
-    // 1,500 instructions a new key, a quarter of a write=back put's).
+    // A recorded key, with its hash (support::key_hash, the hash admission
+    // gives each row: a key of an operation is looked up and recorded by
+    // the hash its Use carries, never hashed again), its object's size,
+    // and its place in the order: a list through the entries themselves,
+    // oldest to newest.
     struct Entry {
+        std::string key;
+        uint64_t hash = 0;
         uint64_t bytes = 0;
         bool below = false;
-        const StoredKey *key = nullptr;  // the map's own key
         Entry *older = nullptr, *newer = nullptr;
     };
-    // Keys are hashed with support::key_hash, the hash admission gives each
-    // row, and kept with it: a key of an operation is looked up and
-    // recorded by the hash it carries (a Use), never hashed again (std::hash
-    // of the keys was two fifths of the record's time in a 4 KiB get,
-    // measured with perf).
-    struct Hashed {
-        std::string_view key;
-        uint64_t hash;
-    };
-    struct KeyHash {
-        using is_transparent = void;
-        size_t operator()(const StoredKey &key) const noexcept { return key.hash; }
-        size_t operator()(const Hashed &key) const noexcept { return key.hash; }
-    };
-    struct KeyEqual {
-        using is_transparent = void;
-        bool operator()(const StoredKey &a, const StoredKey &b) const noexcept { return a.text == b.text; }
-        bool operator()(const Hashed &a, const StoredKey &b) const noexcept { return a.key == b.text; }
-        bool operator()(const StoredKey &a, const Hashed &b) const noexcept { return a.text == b.key; }
-    };
-    using Entries = std::unordered_map<StoredKey, Entry, KeyHash, KeyEqual>;
+    // The entries by key: open addressing over their hashes, linear probing
+    // in a power-of-two table at most half full, which owns them. A
+    // std::unordered_map found a key by a division by its prime bucket
+    // count, then again for each node it passed, and compared the bytes of
+    // each key in the bucket: most of the record's time in a 4 KiB x 32
+    // get answered by the top tier (perf). The hash is compared first; the
+    // bytes only where it matches.
+    std::vector<std::unique_ptr<Entry>> slots_;
+    size_t count_ = 0;
+    size_t slot_of(std::string_view key, uint64_t hash) const;  // its slot, or an empty one
+    // Under mu_: entry in the table (grown as needed), and out of it (the
+    // entries after it moved back over the gap, so no probe stops short).
+    Entry &index(std::unique_ptr<Entry> entry);
+    std::unique_ptr<Entry> unindex(const Entry &entry);
+
     // Under mu_: Entry's place in the order.
     void link_newest(Entry &e);
     void unlink(Entry &e);
@@ -103,20 +93,20 @@ private:
     void hold_one(const Use &use, bool below);
     void touch_one(const Use &use, bool below_unknown);
     std::vector<std::string> trim();  // under mu_: back to max_keys
-    // Under mu_: a new entry for use's key, in a kept node where there is one.
-    Entries::iterator add(const Use &use);
+    // Under mu_: a new entry for use's key, in a kept one where there is one.
+    Entry &add(const Use &use);
+    Entry *find(std::string_view key, uint64_t hash) const;
 
     const size_t max_keys_;
     const uint64_t budget_;
     mutable std::mutex mu_;
-    Entries entries_;
-    // Nodes of erased entries, kept with their key's memory for the next
-    // new keys, under mu_: a write=back put of 32 keys the bench removed
-    // in between allocated a node and a key for each and freed both again
-    // (perf: Recency::hold a sixth of the stack's cost over the memory
-    // driver's put of 64 KiB rows). None under AddressSanitizer, so that a
-    // touch of an erased entry stays a use after free it reports.
-    std::vector<Entries::node_type> spare_;
+    // Erased entries, kept with their key's memory for the next new keys,
+    // under mu_: a write=back put of 32 keys the bench removed in between
+    // allocated an entry and a key for each and freed both again (perf:
+    // Recency::hold a sixth of the stack's cost over the memory driver's
+    // put of 64 KiB rows). None under AddressSanitizer, so that a touch of
+    // an erased entry stays a use after free it reports.
+    std::vector<std::unique_ptr<Entry>> spare_;
     Entry *oldest_ = nullptr, *newest_ = nullptr;
     uint64_t bytes_ = 0;
 };

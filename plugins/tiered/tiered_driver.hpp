@@ -73,6 +73,7 @@ struct GetFlow {
     Block plan;                                   // promotions, for the worker (plan_promoted)
     std::vector<int> from;
     std::vector<Recency::Use> used;               // end_from_top's keys, kept from one get to the next
+    std::vector<kvblob::RowStatus> results;       // the tier operation's, read by step, kept likewise
     // As new, keeping its vectors' memory (TieredOp::spare_flow).
     void reset();
 };

@@ -70,3 +70,27 @@ TEST_CASE("recency: a key touched again is the newest, in a kept node or not")
     // Oldest first: k2, k4, then k3, touched last.
     CHECK(r.take_victims(3) == std::vector<std::string>{"k2", "k4", "k3"});
 }
+
+TEST_CASE("recency: thousands of keys, a third forgotten and some touched, keep their order and each its own")
+{
+    // Enough keys to grow the record's table several times, and erases
+    // whose gaps the entries after them fill: every key left is still found
+    // (touch moves it, forget takes it), none twice.
+    Recency r(100000, 0);
+    Uses all;
+    for (int i = 0; i < 3000; ++i) all.keys.push_back("key-" + std::to_string(i));
+    r.hold(all.of(1), true);
+    std::vector<std::string> expected;
+    for (int i = 0; i < 3000; ++i)
+        if (i % 3 == 0) r.forget(all.keys[i]);
+        else if (i % 3 == 1) expected.push_back(all.keys[i]);
+    REQUIRE(r.size() == 2000);
+    // The keys i % 3 == 2 touched, in order: the newest, after the others.
+    Uses touched;
+    for (int i = 2; i < 3000; i += 3) touched.keys.push_back(all.keys[i]);
+    r.touch(touched.of(1), false);
+    expected.insert(expected.end(), touched.keys.begin(), touched.keys.end());
+    CHECK(r.size() == 2000);
+    CHECK(r.take_victims(1 << 30) == expected);
+    CHECK(r.size() == 0);
+}
