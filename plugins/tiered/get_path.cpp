@@ -174,20 +174,20 @@ bool TieredDriver::end_from_top(TieredOp &op, GetFlow &flow, const std::vector<k
         op.cancellable.clear();
     }
     flow.current.reset();  // released before op's access ends
-    // One pass over the rows, each answered as its key is listed for the
-    // recency record (two passes read each row twice, the second time most
-    // often from further out than the first level of cache). The keys are
-    // written in place over the kept capacity: a push_back per row was a
+    // Written in place over the kept capacity: a push_back per row was a
     // call per row, a seventh of the recency record's cost (measured with
     // perf).
     flow.used.resize(flow.rows.size());
     for (size_t k = 0; k < flow.rows.size(); ++k) {
-        const size_t i = flow.rows[k];
-        const support::Row &row = op.rows[i];
+        const support::Row &row = op.rows[flow.rows[k]];
         flow.used[k] = {&row.key, row.key_hash, row.total};
-        set_row(op, i, KVBLOB_ROW_READY);
     }
+    // The keys are recorded before any row is READY: a caller that reads a
+    // READY row before the get is final may remove its key at once, and a
+    // touch after that remove would record the key again, its bytes counted
+    // for an object the top tier no longer holds.
     drop(recency_.touch(flow.used, !write_back_));
+    for (size_t i : flow.rows) set_row(op, i, KVBLOB_ROW_READY);
     flow.claimed = true;
     end_access(op);
     finish(op);  // the last touch

@@ -105,7 +105,11 @@ bool Operation::wait_settled(DriverCore &core, std::chrono::steady_clock::time_p
                 return true;
             }
             if (std::chrono::steady_clock::now() >= deadline) return false;
-            slept |= core.notifier().wait_past(seen, deadline, watch_end);
+            // The last round's: an announcement reads the time only for a
+            // waiter it finds asleep, so a round that found the generation
+            // moved without sleeping has no announced time of its own, and
+            // an earlier round's would be another operation's, older.
+            slept = core.notifier().wait_past(seen, deadline, watch_end);
         }
     }
     // Polled: watched first, then looked at after sleeps that double, none

@@ -88,9 +88,10 @@ private:
 };
 
 // What an operation took from start, the wait's beginning, to its end at
-// now: where the wait slept, until announced, the last announcement the
-// driver made before the wait woke (its operation's, or a later one's), so
-// that the wake's delay is left out; where it only watched, until now.
+// now: where the wait's last round slept, until announced, the time of the
+// last announcement that found a waiter asleep before the wait woke (its
+// operation's, or a later one's), so that the wake's delay is left out;
+// where it only watched, until now.
 inline std::chrono::nanoseconds wait_took(std::chrono::steady_clock::time_point start,
                                           std::chrono::steady_clock::time_point now,
                                           std::chrono::steady_clock::time_point announced, bool slept) noexcept
