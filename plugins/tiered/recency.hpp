@@ -71,12 +71,11 @@ private:
         Entry *older = nullptr, *newer = nullptr;
     };
     // The entries by key: open addressing over their hashes, linear probing
-    // in a power-of-two table at most half full, which owns them. A
+    // in a power-of-two table at most half full, which owns them: a
     // std::unordered_map found a key by a division by its prime bucket
     // count, then again for each node it passed, and compared the bytes of
-    // each key in the bucket: most of the record's time in a 4 KiB x 32
-    // get answered by the top tier (perf). The hash is compared first; the
-    // bytes only where it matches.
+    // each key in the bucket. Here the hash is compared first, the bytes
+    // only where it matches.
     std::vector<std::unique_ptr<Entry>> slots_;
     size_t count_ = 0;
     size_t slot_of(std::string_view key, uint64_t hash) const;  // its slot, or an empty one
