@@ -301,9 +301,9 @@ private:
     };
     kvblob_status admit_row(Op &op, const kvblob_row_t &row, uint64_t r, RowKeySet &keys, LastRegion &last,
                             std::string &why);
-    // False, with the refusal's words in problem, where a span is refused:
-    // nothing is built for a row admitted (the words a std::string return
-    // that stayed empty for nearly every row).
+    // False, with the refusal's words in problem, where a span is refused.
+    // An admitted row builds no string: returned, an empty one was built
+    // and destroyed for every row.
     bool check_spans(const kvblob_row_t &row, uint64_t row_index, SpanList &spans, std::vector<Region *> &regions,
                      uint64_t &total, LastRegion &last, std::string &problem);
 
