@@ -37,8 +37,7 @@ bool TieredDriver::start_back_put(TieredOp &op)
     std::vector<TierAnswer> &top = op.top_answers;
     auto tier_op = std::make_shared<std::optional<kvblob::Operation>>(submit_to(op, 0, kvblob::OpKind::put, rows, top));
     auto &held = *tier_op;
-    kvblob_access seen = KVBLOB_ACCESS_OPEN;
-    if (!held || watch_for(*held, settings_.submit_watch, seen)) {
+    if (!held || watch_for(*held, settings_.submit_watch)) {
         if (held) collect(op, 0, *held, top);
         held.reset();
         end_back_put(op, std::move(rows), top);

@@ -33,13 +33,10 @@ std::vector<size_t> still_to_ask(const std::vector<size_t> &rows, const std::vec
 }
 
 // Final, with its access no longer open (ended, or unprovable): a poll,
-// which may run the tier's rows in this thread. seen: the access it
-// answered, where final.
-bool settled_op(const kvblob::Operation &tier_op, kvblob_access &seen)
+// which may run the tier's rows in this thread.
+bool settled_op(const kvblob::Operation &tier_op)
 {
-    if (!tier_op.is_final()) return false;
-    seen = tier_op.access();
-    return seen != KVBLOB_ACCESS_OPEN;
+    return tier_op.is_final() && tier_op.access() != KVBLOB_ACCESS_OPEN;
 }
 
 }  // namespace
@@ -52,7 +49,6 @@ void GetFlow::reset()
     asking.clear();
     refused.clear();
     asked.clear();
-    access = KVBLOB_ACCESS_OPEN;
     claimed = worker_waiting = handed_off = false;
     plan = Block();
     from.clear();
@@ -93,7 +89,7 @@ bool TieredDriver::start_get(TieredOp &op)
         while (!flow->claimed) {
             // A tier that refused the get has nothing to watch; watch_for's
             // first poll is settled()'s.
-            if (flow->current && !watch_for(*flow->current, settings_.submit_watch, flow->access)) break;
+            if (flow->current && !watch_for(*flow->current, settings_.submit_watch)) break;
             step(op, *flow);
         }
         if (flow->claimed && flow->plan.rows.empty()) return true;
@@ -113,7 +109,6 @@ void TieredDriver::submit_step(TieredOp &op, GetFlow &flow, size_t t, std::vecto
     flow.tier = t;
     flow.asking = std::move(rows);
     flow.refused.clear();
-    flow.access = KVBLOB_ACCESS_OPEN;
     flow.current = submit_to(op, t, kvblob::OpKind::get, flow.asking, flow.refused);
     if (!flow.current) return;  // refused whole: the refusals are its answers
     std::lock_guard lock(op.mu);
@@ -121,7 +116,7 @@ void TieredDriver::submit_step(TieredOp &op, GetFlow &flow, size_t t, std::vecto
     if (op.cancel_requested.load()) flow.current->cancel();
 }
 
-bool TieredDriver::watch_for(const kvblob::Operation &tier_op, std::chrono::microseconds watch, kvblob_access &seen)
+bool TieredDriver::watch_for(const kvblob::Operation &tier_op, std::chrono::microseconds watch)
 {
     // The host's wait: it watches the tier's announcements rather than
     // asking the tier again and again, and sleeps once the tier's
@@ -129,12 +124,12 @@ bool TieredDriver::watch_for(const kvblob::Operation &tier_op, std::chrono::micr
     // worker (measured: kvblob-bench --tier top, 4 KiB x 32 gets, 8.5-8.8 us
     // against 8.6-9.3 with a poll every 16 pauses). Its deadline is set
     // after the first poll, which may run rows for a while.
-    return settled_op(tier_op, seen) || tier_op.wait_until(std::chrono::steady_clock::now() + watch);
+    return settled_op(tier_op) || tier_op.wait_until(std::chrono::steady_clock::now() + watch);
 }
 
-bool TieredDriver::settled(GetFlow &flow)
+bool TieredDriver::settled(const GetFlow &flow)
 {
-    return !flow.current || settled_op(*flow.current, flow.access);
+    return !flow.current || settled_op(*flow.current);
 }
 
 void TieredDriver::step(TieredOp &op, GetFlow &flow)
@@ -165,10 +160,7 @@ bool TieredDriver::end_from_top(TieredOp &op, GetFlow &flow, const std::vector<k
     const auto ready = [](const kvblob::RowStatus &r) { return r.result == KVBLOB_ROW_READY; };
     if (!std::all_of(results.begin(), results.end(), ready)) return false;
     // A tier that keeps the caller's memory for good: end_get marks op so.
-    // The access is the one the poll that found the operation settled saw
-    // (a call to the tier less), asked now where the host's wait saw it.
-    const kvblob_access access = flow.access != KVBLOB_ACCESS_OPEN ? flow.access : flow.current->access();
-    if (access != KVBLOB_ACCESS_ENDED) return false;
+    if (flow.current->access() != KVBLOB_ACCESS_ENDED) return false;
     {
         std::lock_guard lock(op.mu);
         op.cancellable.clear();

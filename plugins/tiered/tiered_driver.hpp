@@ -68,9 +68,6 @@ struct GetFlow {
     std::vector<size_t> asking;                   // those asked of tier, in its order
     std::vector<TierAnswer> refused;              // tier's refusals, where it refused the get
     std::vector<std::vector<TierAnswer>> asked;   // per tier answered: its answers
-    // The tier operation's access as the poll that found it settled saw it
-    // (OPEN: not seen, or not settled yet).
-    kvblob_access access = KVBLOB_ACCESS_OPEN;
     bool claimed = false, worker_waiting = false;
     bool handed_off = false;                      // ever seen by another thread: never used again
     Block plan;                                   // promotions, for the worker (plan_promoted)
@@ -218,15 +215,13 @@ private:
     // Whether tier_op is final with its access no longer open: a poll
     // (which runs the tier's rows in this thread, where the tier lets
     // waiters run them), then a wait of up to `watch` from its end
-    // (Operation::wait_until). seen: the access the poll answered, where it
-    // found tier_op settled.
-    static bool watch_for(const kvblob::Operation &tier_op, std::chrono::microseconds watch, kvblob_access &seen);
+    // (Operation::wait_until).
+    static bool watch_for(const kvblob::Operation &tier_op, std::chrono::microseconds watch);
     // Submits rows to tier t as the flow's step (flow.mu held).
     void submit_step(TieredOp &op, GetFlow &flow, size_t t, std::vector<size_t> rows);
     // Whether the flow's tier operation is final with access no longer
-    // open (a poll of it: the tier may run its rows in this thread), its
-    // access kept in flow.access.
-    static bool settled(GetFlow &flow);
+    // open (a poll of it: the tier may run its rows in this thread).
+    static bool settled(const GetFlow &flow);
     // The next step of a settled flow (flow.mu held): its answers read and
     // its operation released; then the rows still to ask submitted to the
     // next tier, or op ended (claimed; op may be gone on return).
