@@ -43,14 +43,17 @@ Recency::Entry *Recency::find(std::string_view key, uint64_t hash) const
     return slots_.empty() ? nullptr : slots_[slot_of(key, hash)].get();
 }
 
+void Recency::rehash(size_t size)
+{
+    std::vector<std::unique_ptr<Entry>> previous(size);
+    previous.swap(slots_);  // slots_ the new table now, previous the entries
+    for (auto &e : previous)
+        if (e) slots_[slot_of(e->key, e->hash)] = std::move(e);
+}
+
 Recency::Entry &Recency::index(std::unique_ptr<Entry> entry)
 {
-    if (2 * (count_ + 1) > slots_.size()) {
-        std::vector<std::unique_ptr<Entry>> previous(std::max<size_t>(64, 2 * slots_.size()));
-        previous.swap(slots_);  // slots_ the larger table now, previous the entries
-        for (auto &e : previous)
-            if (e) slots_[slot_of(e->key, e->hash)] = std::move(e);
-    }
+    if (2 * (count_ + 1) > slots_.size()) rehash(std::max<size_t>(min_slots, 2 * slots_.size()));
     auto &slot = slots_[slot_of(entry->key, entry->hash)];  // the caller looked: the key is not there
     slot = std::move(entry);
     ++count_;
@@ -73,6 +76,17 @@ std::unique_ptr<Recency::Entry> Recency::unindex(const Entry &entry)
         }
     }
     --count_;
+    // Down to a quarter full once an eighth full, so that a burst of keys
+    // does not keep its table (up to twice max_keys slots) until close; the
+    // entries do not move, only the pointers to them, so a walk of the
+    // order (take_victims, trim) goes on across it. Half, then an eighth:
+    // a table just grown or shrunk is a quarter full, and as many keys
+    // again must come or go before it is rebuilt.
+    if (slots_.size() > min_slots && 8 * count_ <= slots_.size()) {
+        size_t size = min_slots;
+        while (size < 4 * count_) size *= 2;
+        rehash(size);
+    }
     return out;
 }
 
@@ -187,6 +201,12 @@ size_t Recency::size() const
 {
     std::lock_guard lock(mu_);
     return count_;
+}
+
+size_t Recency::slot_count() const
+{
+    std::lock_guard lock(mu_);
+    return slots_.size();
 }
 
 std::vector<std::string> Recency::trim()

@@ -56,6 +56,8 @@ public:
     bool has_budget() const { return budget_ != 0; }
     uint64_t budget() const { return budget_; }
     size_t size() const;
+    // The table's slots now (for tests: it grows and shrinks with the keys).
+    size_t slot_count() const;
 
 private:
     // A recorded key, with its hash (support::key_hash, the hash admission
@@ -78,9 +80,12 @@ private:
     // only where it matches.
     std::vector<std::unique_ptr<Entry>> slots_;
     size_t count_ = 0;
+    static constexpr size_t min_slots = 64;
     size_t slot_of(std::string_view key, uint64_t hash) const;  // its slot, or an empty one
+    void rehash(size_t size);  // under mu_: the entries into a table of size slots
     // Under mu_: entry in the table (grown as needed), and out of it (the
-    // entries after it moved back over the gap, so no probe stops short).
+    // entries after it moved back over the gap, so no probe stops short;
+    // the table shrunk where it became sparse).
     Entry &index(std::unique_ptr<Entry> entry);
     std::unique_ptr<Entry> unindex(const Entry &entry);
 

@@ -94,3 +94,32 @@ TEST_CASE("recency: thousands of keys, a third forgotten and some touched, keep 
     CHECK(r.take_victims(1 << 30) == expected);
     CHECK(r.size() == 0);
 }
+
+TEST_CASE("recency: the table shrinks when most keys are gone, and every key left is still found")
+{
+    // A burst of keys grows the table; taking most of them shrinks it
+    // (the walk of take_victims goes on across the rebuilds), and the keys
+    // left are found in their order, by touch and take_victims.
+    Recency r(100000, 0);
+    Uses all;
+    for (int i = 0; i < 4096; ++i) all.keys.push_back("burst-" + std::to_string(i));
+    r.hold(all.of(1), true);
+    const size_t grown = r.slot_count();
+    REQUIRE(grown >= 2 * 4096);
+    // The oldest 4000 go as victims, one walk over the order.
+    const auto victims = r.take_victims(4000);
+    REQUIRE(victims.size() == 4000);
+    CHECK(victims.front() == "burst-0");
+    CHECK(victims.back() == "burst-3999");
+    CHECK(r.size() == 96);
+    CHECK(r.slot_count() < grown / 8);
+    CHECK(r.slot_count() >= 2 * r.size());
+    // The 96 left, touched oldest last: the order reversed, each found once.
+    Uses left;
+    for (int i = 4095; i >= 4000; --i) left.keys.push_back(all.keys[i]);
+    r.touch(left.of(1), false);
+    CHECK(r.size() == 96);
+    CHECK(r.take_victims(1 << 30) == left.keys);
+    CHECK(r.size() == 0);
+    CHECK(r.slot_count() == 64);
+}
