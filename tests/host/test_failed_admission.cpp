@@ -28,6 +28,7 @@ TEST_CASE("a refused put or get gives its region back")
             auto r = s.region(memory);
             auto e = s.failed(kind, r);
             CHECK(e.status() == (answer == "rejected" ? KVBLOB_E_REJECTED : KVBLOB_E_CLOSED));
+            CHECK(e.refused());  // what a caller that stacks drivers reads (plugins/tiered)
             CHECK(r.unregister() == KVBLOB_OK);
             CHECK(s.logged().empty());
         }
@@ -56,6 +57,7 @@ TEST_CASE("a put or get that threw or failed otherwise keeps its region for good
         auto r = s.region(memory);
         auto e = s.failed(c.kind, r);
         CHECK(e.status() != KVBLOB_E_REJECTED);
+        CHECK_FALSE(e.refused());
         CHECK(std::string(e.what()).find("stay held for good (R-ADM-1)") != std::string::npos);
         const uint64_t unregisters = s.spy().calls[s_unregister].load();
         CHECK(r.unregister() == KVBLOB_E_UNPROVABLE);

@@ -65,6 +65,7 @@ void refused_before_dispatch(Spied &s, OpKind kind, Batch &batch, const std::str
         FAIL("admitted; expected a refusal under " << rule);
     } catch (const kvblob::CallError &e) {
         CHECK(e.rule() == rule);
+        CHECK(e.refused());  // nothing touched: the driver was not asked
         CHECK(std::string(e.what()).find("before reaching driver spy") != std::string::npos);
     }
     CHECK_MESSAGE(s.calls(slot) == before, "the driver was called");

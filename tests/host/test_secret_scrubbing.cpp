@@ -1,5 +1,7 @@
 // without_secrets: what a driver says, with the secrets it was given taken
-// out, in bounded time whatever the secret is. A secret found inside the
+// out, in bounded time whatever the secret is; and the host's reading of a
+// driver's row messages and refusals with its secret options taken out,
+// one the host's buffer cut inside too. A secret found inside the
 // host's own marker ("host", "secret", "removed") once made the replacement
 // run forever, so each case runs in a child process under an alarm: a hang
 // is a failed case, not a hung suite.
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "host/spied_driver.hpp"
 #include "kvblob/host/plugin.hpp"
 #include "support/in_child.hpp"
 
@@ -99,4 +102,37 @@ TEST_CASE("secret scrubbing: short secrets are left, and long texts end promptly
     const auto big = scrubbed(text, {std::string(1 << 19, 'a'), "aaaa", "host"});
     REQUIRE(big);
     CHECK(*big == marker);
+}
+
+// The spy (tests/fixtures/spy_driver.cpp) repeats its option "token", a
+// name the host takes for a secret, after message_pad bytes of each row's
+// message, or after the padding of its refusal (R-OPN-2 broken on purpose).
+TEST_CASE("secret scrubbing: a driver's row message and refusal lose its secret, whole or cut by the host's buffer")
+{
+    const std::string token = "SuperSecretToken-12345";
+    const std::string beginning = token.substr(0, kvblob::min_scrubbed_secret);
+    std::vector<uint8_t> memory(4096);
+    // Whole, then cut 10 bytes into the secret by the host's 511-byte read.
+    for (const size_t pad : {size_t{10}, kvblob::max_row_message_bytes - 16}) {
+        CAPTURE(pad);
+        SpiedDriver s({{"token", token}, {"message_pad", std::to_string(pad)}, {"results", "fault"}});
+        auto r = s.region(memory);
+        auto op = s.put(r);
+        REQUIRE(op.wait(std::chrono::seconds(60)));
+        const std::string said = op.message(0);
+        CAPTURE(said);
+        CHECK(said.find(beginning) == std::string::npos);
+        CHECK(said.find(marker) != std::string::npos);
+        CHECK(said.rfind(std::string(pad, 'x') + "token ", 0) == 0);  // the driver's other words stay
+    }
+    // A refusal's words, cut by the 512-byte buffer the driver writes them in.
+    SpiedDriver s({{"token", token}, {"admit", "rejected"},
+                   {"refusal_text", std::string(500, 'x') + "token " + token}});
+    auto r = s.region(memory);
+    const auto e = s.failed(kvblob::OpKind::put, r);
+    const std::string said = e.what();
+    CAPTURE(said);
+    CHECK(e.refused());
+    CHECK(said.find(beginning) == std::string::npos);
+    CHECK(said.find(marker) != std::string::npos);
 }

@@ -118,7 +118,7 @@ def _closed_error(serial):
     error = CallError(
         f"[R-OPS-1] the driver (kvblob driver #{serial}) was closed while this operation was awaited: "
         "its handle is dead, and its results will never come")
-    error.rule, error.status = "R-OPS-1", "KVBLOB_E_INVALID"
+    error.rule, error.status, error.refused = "R-OPS-1", "KVBLOB_E_INVALID", False
     return error
 
 

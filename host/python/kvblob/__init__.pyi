@@ -12,6 +12,7 @@ class Error(Exception): ...
 class CallError(Error):
     rule: str
     status: str
+    refused: bool  # a submit's refusal: nothing its batch names was touched (R-ADM-1)
 
 class LoadError(Error):
     rule: str

@@ -37,7 +37,7 @@ inline std::string type_name(const py::handle &h) { return py::str(py::type::han
 // was expected there (never pybind's "Unable to cast").
 [[noreturn]] inline void bad_row(size_t row, const std::string &rule, const std::string &what)
 {
-    throw CallError(KVBLOB_E_REJECTED, rule, "row " + std::to_string(row) + ": " + what);
+    throw CallError(KVBLOB_E_REJECTED, rule, "row " + std::to_string(row) + ": " + what, true);  // before any submit
 }
 
 // A row's key as the bytes the driver gets: a bytes object's own, or a

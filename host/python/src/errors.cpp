@@ -24,6 +24,7 @@ void bind_errors(py::module_ &m)
             py::object exc = py::reinterpret_borrow<py::object>(call_error.ptr())(e.what());
             exc.attr("rule") = e.rule();
             exc.attr("status") = std::string(kvblob_status_name(e.status()));
+            exc.attr("refused") = e.refused();
             PyErr_SetObject(call_error.ptr(), exc.ptr());
         } catch (const LoadError &e) {
             py::object exc = py::reinterpret_borrow<py::object>(load_error.ptr())(e.what());

@@ -64,9 +64,14 @@ def test_the_host_refusals_carry_their_rule(store):
         with pytest.raises(kvblob.CallError) as dead:
             call()
         assert dead.value.rule == "R-OPS-1" and dead.value.status == "KVBLOB_E_INVALID"
+        assert not dead.value.refused  # not a submit's refusal
     with pytest.raises(kvblob.CallError) as refused:
         driver.put([("a", "not a region", 0, SIZE)])
     assert refused.value.rule == "R-ADM-6" and "row 0" in str(refused.value)
+    assert refused.value.refused  # nothing in the batch was touched (R-ADM-1)
+    with pytest.raises(kvblob.CallError) as host_refused:
+        driver.put([("", region, 0, SIZE)])
+    assert host_refused.value.rule == "R-ADM-4" and host_refused.value.refused
 
 
 def test_an_operation_is_an_ordinary_python_object(store):

@@ -104,6 +104,10 @@ public:
     kvblob_driver_t *handle = nullptr;
     kvblob_caps_t caps{};
     const kvblob_scenarios_t *scenarios = nullptr;
+    // The values of the driver's secret options (Plugin::secrets_in), set
+    // once at open: its row messages and its refusals' words (submit,
+    // register_region) are read without them, as its log lines are.
+    std::vector<std::string> secrets;
 
     // Calls the driver's slot `field` of its table. No exception may cross
     // the C ABI; one that does anyway is caught here, logged as MISBEHAVING,
@@ -211,8 +215,12 @@ private:
     using SubmitSlot = decltype(&kvblob_plugin_t::put);
     SubmitSlot declared_slot(OpKind kind);
     AdmissionVerdict admitted(OpKind kind, const kvblob_batch_t &batch, Vouch vouched);
-    [[noreturn]] void throw_not_admitted(OpKind kind, kvblob_status st, const char *err,
+    [[noreturn]] void throw_not_admitted(OpKind kind, kvblob_status st, const char *err, size_t err_size,
                                          const std::vector<kvblob_region_t *> &regions);
+    // text, which the driver wrote into a buffer of buffer_size bytes,
+    // without its secrets; longer: it said its text was longer than the
+    // buffer (cut, as one that fills it).
+    std::string driver_words(const char *text, size_t buffer_size, bool longer = false) const;
     // Caller holds mu_. The host's record of op; throws CallError (R-OPS-1)
     // for a handle the host does not hold, so no dead handle reaches the
     // driver.

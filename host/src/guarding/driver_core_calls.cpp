@@ -3,10 +3,12 @@
 #include "driver_core.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <utility>
 
 #include "answers.hpp"
+#include "kvblob/host/plugin.hpp"
 #include "memory_kind.hpp"
 #include "metrics/tick_clock.hpp"
 #include "refusal.hpp"
@@ -32,7 +34,7 @@ kvblob_region_t *DriverCore::register_region(const kvblob_region_desc_t &desc)
     flush_thrown();
     if (st != KVBLOB_OK || !region)
         throw CallError(st == KVBLOB_OK ? KVBLOB_E_INTERNAL : st, desc.kind == KVBLOB_MEMORY_DEVICE ? "R-ADM-8" : "R-REG-1",
-                        "driver " + name + " refused the registration: " + err);
+                        "driver " + name + " refused the registration: " + driver_words(err, sizeof err));
     Locked locked(*this);
     regions_[region] = RegionRecord{static_cast<const uint8_t *>(desc.base), desc.size, desc.kind, 0, false};
     if (metrics_) metrics_->region_registered(desc.size);
@@ -83,7 +85,8 @@ DriverCore::SubmitSlot DriverCore::declared_slot(OpKind kind)
         metrics_->submitted(kind);
         metrics_->refused(kind, "R-CAP-1");
     }
-    throw CallError(KVBLOB_E_UNSUPPORTED, "R-CAP-1", std::string(to_string(kind)) + " is not declared by driver " + name);
+    throw CallError(KVBLOB_E_UNSUPPORTED, "R-CAP-1", std::string(to_string(kind)) + " is not declared by driver " + name,
+                    true);
 }
 
 // Stage 2: the host's admission, before the driver is asked; the rule of a
@@ -100,7 +103,8 @@ AdmissionVerdict DriverCore::admitted(OpKind kind, const kvblob_batch_t &batch, 
     if (!verdict.rule.empty()) {
         if (metrics_) metrics_->refused(kind, verdict.rule);
         throw CallError(KVBLOB_E_REJECTED, verdict.rule,
-                        std::string(to_string(kind)) + " refused before reaching driver " + name + ": " + verdict.reason);
+                        std::string(to_string(kind)) + " refused before reaching driver " + name + ": " + verdict.reason,
+                        true);
     }
     // Counted before dispatch, so no unregister can slip in meanwhile.
     for (auto *r : verdict.regions) ++regions_[r].open_ops;
@@ -110,7 +114,7 @@ AdmissionVerdict DriverCore::admitted(OpKind kind, const kvblob_batch_t &batch, 
 // Stage 3, when the driver did not admit: its regions given back after a
 // refusal, held for good after anything else; the rule from the answer's
 // structure (refusal.hpp). Caller holds mu_.
-void DriverCore::throw_not_admitted(OpKind kind, kvblob_status st, const char *err,
+void DriverCore::throw_not_admitted(OpKind kind, kvblob_status st, const char *err, size_t err_size,
                                     const std::vector<kvblob_region_t *> &regions)
 {
     // Only a refusal certifies that no memory was touched (R-ADM-1). A
@@ -123,7 +127,8 @@ void DriverCore::throw_not_admitted(OpKind kind, kvblob_status st, const char *e
         if (!refusal.refused) pin_locked(regions_[r]);
     }
     if (metrics_) metrics_->refused(kind, refusal.counted);
-    std::string what = std::string(to_string(kind)) + " refused by driver " + name + ": " + err;
+    const std::string words = driver_words(err, err_size);
+    std::string what = std::string(to_string(kind)) + " refused by driver " + name + ": " + words;
     if (!refusal.refused) {
         if (metrics_) metrics_->contract_broken("R-ADM-1");
         const std::string answer = st == KVBLOB_OK ? std::string("OK without an operation") : kvblob_status_name(st);
@@ -134,10 +139,10 @@ void DriverCore::throw_not_admitted(OpKind kind, kvblob_status st, const char *e
                            std::to_string(regions.size()) +
                            " region(s) stay registered and their memory must stay alive for the life of the "
                            "process (R-REG-2)");
-        what = std::string(to_string(kind)) + " failed in driver " + name + " (" + answer + ": " + err +
+        what = std::string(to_string(kind)) + " failed in driver " + name + " (" + answer + ": " + words +
                "); not a refusal, so the regions it names stay held for good (R-ADM-1)";
     }
-    throw CallError(st == KVBLOB_OK ? KVBLOB_E_INTERNAL : st, refusal.rule, what);
+    throw CallError(st == KVBLOB_OK ? KVBLOB_E_INTERNAL : st, refusal.rule, what, refusal.refused);
 }
 
 kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch, Vouch vouched)
@@ -151,7 +156,7 @@ kvblob_op_t *DriverCore::submit(OpKind kind, const kvblob_batch_t &batch, Vouch 
                             static_cast<uint32_t>(sizeof err));
     err[sizeof err - 1] = '\0';
     Locked locked(*this);
-    if (st != KVBLOB_OK || !op) throw_not_admitted(kind, st, err, verdict.regions);
+    if (st != KVBLOB_OK || !op) throw_not_admitted(kind, st, err, sizeof err, verdict.regions);
     OpRecord &record = fresh_record(op);
     record.kind = kind;
     record.rows = batch.row_count;
@@ -366,12 +371,20 @@ std::string DriverCore::message(kvblob_op_t *op, uint64_t row)
         if (auto m = record.host_messages.find(row); m != record.host_messages.end()) return m->second;
         ++record.unlocked_calls;
     }
-    char buf[512] = {0};
-    call(&kvblob_plugin_t::row_message, "row_message", uint32_t{0}, handle, op, row, static_cast<char *>(buf),
-         static_cast<uint32_t>(sizeof buf));
+    char buf[max_row_message_bytes + 1] = {0};
+    const uint32_t length = call(&kvblob_plugin_t::row_message, "row_message", uint32_t{0}, handle, op, row,
+                                 static_cast<char *>(buf), static_cast<uint32_t>(sizeof buf));
     buf[sizeof buf - 1] = '\0';
     end_unlocked_call(op);
-    return buf;
+    return driver_words(buf, sizeof buf, length >= sizeof buf);
+}
+
+std::string DriverCore::driver_words(const char *text, size_t buffer_size, bool longer) const
+{
+    if (secrets.empty()) return text;
+    // Cut where it filled the buffer, whatever length the driver claims.
+    const bool cut = longer || std::strlen(text) + 1 >= buffer_size;
+    return without_secrets(text, secrets, cut ? TextEnd::maybe_cut : TextEnd::whole);
 }
 
 kvblob_status DriverCore::cancel(kvblob_op_t *op)

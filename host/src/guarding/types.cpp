@@ -43,10 +43,11 @@ const char *to_string(OpKind kind)
     return "?";
 }
 
-CallError::CallError(kvblob_status status, std::string rule, const std::string &message)
+CallError::CallError(kvblob_status status, std::string rule, const std::string &message, bool refused)
     : std::runtime_error("[" + rule + "] " + message + " (" + kvblob_status_name(status) + ")"),
       status_(status),
-      rule_(std::move(rule))
+      rule_(std::move(rule)),
+      refused_(refused)
 {
 }
 

@@ -531,6 +531,7 @@ Driver Plugin::open(const Options &options, LogSink log, NotifySink observe, con
     auto core = std::make_shared<DriverCore>(library_, table_, name(), std::move(sink), abi_version_,
                                              std::move(observe), lend_notify_, metrics_label,
                                              count_metrics_);
+    core->secrets = secrets;
     kvblob_open_args_t args{};
     args.struct_size = sizeof args;
     args.abi_version = abi_version_;

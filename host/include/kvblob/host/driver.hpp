@@ -43,6 +43,10 @@ private:
     kvblob_region_t *handle_ = nullptr;
 };
 
+// The most of a driver's row message Operation::message gives: the rest is
+// cut.
+inline constexpr size_t max_row_message_bytes = 511;
+
 // An admitted operation. Destroying it releases the handle only once the
 // results are final and access ended; otherwise it cancels and hands the
 // handle to the driver object, which releases it after its drain, or keeps
@@ -88,7 +92,9 @@ public:
     // operation keeps one vector's memory instead of an allocation a call.
     void results(std::vector<RowStatus> &out) const;
     // The driver's message for row (or the host's, for a row whose answer it
-    // overruled). A row outside the operation is refused (CallError).
+    // overruled), at most max_row_message_bytes of it, without the driver's
+    // secret options (without_secrets: one the cut ends inside is removed
+    // too). A row outside the operation is refused (CallError).
     std::string message(uint64_t row) const;
     kvblob_status cancel() const;
     // Releases the handle now (R-OPS-1): KVBLOB_OK once results are final and

@@ -43,16 +43,25 @@ const char *to_string(OpKind kind);
 // to vouch.
 enum class Vouch { nothing, distinct_keys };
 
-// A call the driver (or the host, before dispatch) refused.
+// A call the driver (or the host, before dispatch) refused, or that failed.
 class CallError : public std::runtime_error {
 public:
-    CallError(kvblob_status status, std::string rule, const std::string &message);
+    CallError(kvblob_status status, std::string rule, const std::string &message, bool refused = false);
     kvblob_status status() const noexcept { return status_; }
     const std::string &rule() const noexcept { return rule_; }
+    // For a submit: true where it was refused, which certifies that nothing
+    // the batch names was touched (R-ADM-1): by the host before the driver
+    // was asked, or by the driver's REJECTED or CLOSED. False for a submit
+    // that failed otherwise (the driver threw, or answered another status):
+    // the memory its rows name may have been written, or may still be read
+    // or written, and its regions stay registered for good (R-REG-2). False
+    // for every call but a submit.
+    bool refused() const noexcept { return refused_; }
 
 private:
     kvblob_status status_;
     std::string rule_;
+    bool refused_ = false;
 };
 
 struct RowStatus {
