@@ -22,13 +22,15 @@ namespace kvblob::tiered {
 
 namespace {
 
-// The rows a tier left to the next: neither READY nor CANCELLED (as
-// end_get's walk decides), in the order of rows.
+// The rows a tier left to the next: neither READY nor CANCELLED, nor
+// FAULT where the tier may still touch their memory (as end_get's walk
+// decides), in the order of rows.
 std::vector<size_t> still_to_ask(const std::vector<size_t> &rows, const std::vector<TierAnswer> &got)
 {
     std::vector<size_t> next;
     for (size_t k = 0; k < rows.size(); ++k)
-        if (got[k].result != KVBLOB_ROW_READY && got[k].result != KVBLOB_ROW_CANCELLED) next.push_back(rows[k]);
+        if (got[k].result != KVBLOB_ROW_READY && got[k].result != KVBLOB_ROW_CANCELLED && !got[k].tier_may_touch)
+            next.push_back(rows[k]);
     return next;
 }
 
@@ -276,6 +278,10 @@ Block TieredDriver::end_get(TieredOp &op, const std::vector<size_t> &all,
             if (a.result == KVBLOB_ROW_CANCELLED) {
                 // Nothing of this tier's touched the row; an earlier FAULT did.
                 answers[i] = fault[i] ? *fault[i] : std::move(a);
+                continue;
+            }
+            if (a.tier_may_touch) {  // asked of no tier below
+                answers[i] = std::move(a);
                 continue;
             }
             if (a.result == KVBLOB_ROW_FAULT && !a.refused && !fault[i]) fault[i] = a;

@@ -26,6 +26,15 @@ extern const support::OptionTable tiered_options;  // plugin.cpp
 
 namespace {
 
+// A tier's row message without the stack's secrets: its own host took its
+// own out; the other tiers' are taken here, one the host's cut ends inside
+// too.
+std::string tier_words(const std::string &text, const std::vector<std::string> &secrets)
+{
+    const bool cut = text.size() >= kvblob::max_row_message_bytes;
+    return kvblob::without_secrets(text, secrets, cut ? kvblob::TextEnd::maybe_cut : kvblob::TextEnd::whole);
+}
+
 // The folder this driver's own file is in: where its tiers' plugins are
 // looked for after KVBLOB_DRIVER_PATH (the bundled drivers sit together).
 std::filesystem::path own_folder()
@@ -38,6 +47,13 @@ std::filesystem::path own_folder()
 }
 
 const char *kind_name(kvblob::OpKind kind) { return kvblob::to_string(kind); }
+
+// A row's answer where tier `label`'s put or get failed without a refusal,
+// `what` its words without the stack's secrets (TierAnswer::tier_may_touch).
+TierAnswer not_refused(const std::string &label, kvblob::OpKind kind, const std::string &what)
+{
+    return {KVBLOB_ROW_FAULT, 0, label + " failed the " + kind_name(kind) + ", not a refusal: " + what, false, true};
+}
 
 // What works for a tier's file the loader does not trust (R-LOAD-10): no
 // setting allows it (plugins/tiered/README.md), so the file must be made
@@ -439,6 +455,11 @@ kvblob_status TieredDriver::unregister_everywhere(kvblob_region_t *handle)
             kvblob::Region &r = it->second[t];
             if (!r) continue;
             const kvblob_status st = r.unregister();
+            if (st == KVBLOB_E_UNPROVABLE) {
+                // The tier's host keeps it for good (R-REG-2): so does this driver.
+                region.pinned.store(true);
+                return KVBLOB_E_UNPROVABLE;
+            }
             if (st != KVBLOB_OK) {
                 log(KVBLOB_LOG_WARN, tiers_[t].label() + " refused to unregister a region (" +
                                          kvblob_status_name(st) + "): the region stays registered");
@@ -610,16 +631,27 @@ std::optional<kvblob::Operation> TieredDriver::submit_to(TieredOp &op, size_t t,
     };
     const kvblob_batch_t *batch = op.tier_batch.build(op, rows, mapped);
     if (!batch) return refuse_all("a span's region is not registered with " + tier.label());
+    // A put or get that failed without a refusal certifies nothing
+    // (R-ADM-1): the tier may have written the rows' memory, or may still
+    // read or write it, and its host keeps the regions for good. So does
+    // this driver: op's access is unprovable, its regions stay registered
+    // (R-REG-2), and each row's answer is a FAULT no other tier is asked
+    // past (TierAnswer::tier_may_touch).
+    const auto failed_all = [&](const std::string &what) {
+        if (kind == kvblob::OpKind::put || kind == kvblob::OpKind::get) op.unprovable = true;  // rows with memory
+        out.assign(rows.size(), not_refused(tier.label(), kind, kvblob::without_secrets(what, secrets())));
+        return std::optional<kvblob::Operation>{};
+    };
     try {
         // Rows of op, whose admission refused a repeated key (R-ADM-4): the
         // tier's host need not hash every key again to check it.
         return tier.handle->submit(kind, *batch, kvblob::Vouch::distinct_keys);
     } catch (const kvblob::CallError &e) {
+        if (!e.refused()) return failed_all(e.what());
         return refuse_all(tier.label() + " refused the " + kind_name(kind) + ": " +
                           kvblob::without_secrets(e.what(), secrets()));
     } catch (const std::exception &e) {
-        return refuse_all(tier.label() + " refused the " + kind_name(kind) + ": " +
-                          kvblob::without_secrets(e.what(), secrets()));
+        return failed_all(e.what());  // not the host's refusal: nothing says where it failed
     }
 }
 
@@ -640,8 +672,7 @@ void TieredDriver::collect(TieredOp &op, size_t t, const kvblob::Operation &tier
         out[k].code = results[k].driver_code;
         if (results[k].result == KVBLOB_ROW_MISS && !miss_messages) continue;
         if (results[k].result != KVBLOB_ROW_READY) {
-            std::string text = tier_op.message(k);
-            out[k].message = tier.label() + ": " + kvblob::without_secrets(text, secrets());
+            out[k].message = tier.label() + ": " + tier_words(tier_op.message(k), secrets());
         }
     }
     // The tier keeps the caller's memory for good: so does this driver.
@@ -1020,11 +1051,25 @@ std::vector<TierAnswer> TieredDriver::ask_own(size_t t, kvblob::OpKind kind, Blo
     for (size_t k : rows)
         batch.row(block.rows[k].key, {kvblob::make_span(region.handle(), block.rows[k].offset, block.rows[k].length)});
     std::optional<kvblob::Operation> tier_op;
+    // Not a refusal (submit_to says why): the tier may write or read the
+    // copy for good, which is never freed nor used again.
+    const auto failed_all = [&](const std::string &what) {
+        {
+            std::lock_guard lock(kept_mu_);
+            kept_for_good_.push_back(std::move(block.bytes));
+            block.bytes.clear();
+        }
+        out.assign(rows.size(), not_refused(tier.label(), kind, kvblob::without_secrets(what, secrets())));
+        return out;
+    };
     try {
         tier_op.emplace(tier.handle->submit(kind, batch.get()));
-    } catch (const std::exception &e) {
+    } catch (const kvblob::CallError &e) {
+        if (!e.refused()) return failed_all(e.what());
         return fail_all(tier.label() + " refused the " + kind_name(kind) + ": " +
                         kvblob::without_secrets(e.what(), secrets()));
+    } catch (const std::exception &e) {
+        return failed_all(e.what());
     }
     while (!tier_op->wait(std::chrono::hours(1))) {
     }
@@ -1033,7 +1078,7 @@ std::vector<TierAnswer> TieredDriver::ask_own(size_t t, kvblob::OpKind kind, Blo
         out[k].result = results[k].result;
         out[k].code = results[k].driver_code;
         if (results[k].result != KVBLOB_ROW_READY)
-            out[k].message = tier.label() + ": " + kvblob::without_secrets(tier_op->message(k), secrets());
+            out[k].message = tier.label() + ": " + tier_words(tier_op->message(k), secrets());
     }
     if (tier_op->access() == KVBLOB_ACCESS_UNPROVABLE) {
         // The tier may touch the copy for good: it is never freed.

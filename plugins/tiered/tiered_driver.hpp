@@ -46,6 +46,10 @@ struct TierAnswer {
     int32_t code = 0;
     std::string message;
     bool refused = false;
+    // The tier's submit failed without a refusal (kvblob::CallError::refused):
+    // it may still read or write the row's memory, so its FAULT is the row's
+    // answer, and no other tier is asked to write that memory.
+    bool tier_may_touch = false;
 };
 
 // Bytes of promotion copies the driver holds at a time, across operations

@@ -6,10 +6,13 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
+#include "kvblob/host/batch.hpp"
 #include "kvblob/host/config.hpp"
 #include "kvblob/host/plugin.hpp"
 #include "support/process.hpp"
@@ -181,4 +184,42 @@ TEST_CASE("tier secrets: tiers of tiers nest at most 4 deep, and a deeper key is
         CHECK(has(said, "'tier.0.tier.0.tier.0.tier.0.tier.0.driver'"));
         CHECK(has(said, "nest at most 4 deep"));
     }
+}
+
+// The spy (tests/fixtures/spy_driver.cpp) as the top tier repeats, at the
+// end of each row message, a value that is not its own secret but the
+// memory tier's (its token), after padding that makes the spy's host cut
+// the message inside it. The spy's host cannot know it for a secret; the
+// tiered driver, which knows every tier's, takes it out of the words it
+// repeats (here the log line of a put the top tier did not cache).
+TEST_CASE("tier secrets: a tier repeating another tier's secret, cut by the host, is said nowhere")
+{
+    const std::string token = "q7-memory-token-5e7a91c0";
+    std::mutex mu;
+    std::string said;
+    const auto tiered = kvblob::Plugin::load("tiered");
+    auto driver = tiered.open(
+        {{"tier.0.driver", std::string(KVBLOB_FIXTURE_DIR) + "/libkvblob_spy.so"},
+         {"tier.0.results", "fault"},
+         {"tier.0.echo", token},
+         {"tier.0.message_pad", std::to_string(kvblob::max_row_message_bytes - 12)},
+         {"tier.1.driver", "memory"},
+         {"tier.1.store", "tier-secrets-echo"},
+         {"tier.1.token", token}},
+        [&](kvblob_log_level, const std::string &line) {
+            std::lock_guard lock(mu);
+            said += line + "\n";
+        });
+    std::vector<uint8_t> memory(64, 7);
+    auto region = driver.register_region({sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, memory.data(), 64, 0, 0});
+    kvblob::Batch put;
+    put.row("echo", {kvblob::make_span(region.handle(), 0, 64)});
+    auto op = driver.submit(kvblob::OpKind::put, put.get());
+    REQUIRE(op.wait(std::chrono::seconds(60)));
+    CHECK(op.results().at(0).result == KVBLOB_ROW_READY);  // stored below; the top tier's FAULT is a cache's
+    CHECK(op.release() == KVBLOB_OK);
+    std::lock_guard lock(mu);
+    CAPTURE(said);
+    CHECK(has(said, "was not cached"));
+    CHECK_FALSE(has(said, token.substr(0, kvblob::min_scrubbed_secret)));
 }

@@ -1,7 +1,8 @@
 // The tiered driver (plugins/tiered) when a tier fails: a remote tier (a
 // real Redis, started by tests/redis/with_redis.sh) killed mid-run and
 // started again on the same port, a full top tier, a bottom tier that
-// DECLINES, a tier whose driver refuses an option. Each ends with the answer
+// DECLINES, a tier whose driver refuses an option, a tier whose get fails
+// without a refusal. Each ends with the answer
 // plugins/tiered/README.md documents, and nothing stored is lost. What a
 // tier holds is read by opening that tier's store directly (the memory
 // driver with the same store name, the Redis driver on the same server).
@@ -16,6 +17,7 @@
 #include <tuple>
 
 #include "plugins/driver_harness.hpp"
+#include "support/kept_for_good.hpp"
 #include "support/process.hpp"
 #include "support/redis_server.hpp"
 #include "support/temp_dir.hpp"
@@ -269,4 +271,42 @@ TEST_CASE("tiered faults: a tier whose driver refuses an option refuses the open
     CHECK(tiered.one(OpKind::get, "refused/kept", {make_span(dst.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
     CHECK(same_rows(src, dst, 4096));
     CHECK(tiered.one(OpKind::remove, "refused/kept") == KVBLOB_ROW_READY);
+}
+
+// A fake, on purpose: no real store's get fails without a refusal, so the
+// host's spy driver (tests/fixtures/spy_driver.cpp, admit=internal) stages
+// one as the top tier, over a real memory tier that holds the key. The
+// failure certifies nothing (R-ADM-1): the tier may still write the row's
+// destination, so the row FAULTs rather than being read from below, and
+// the stack keeps the caller's memory as the tier's host keeps the tier's.
+TEST_CASE("tiered faults: a tier whose get fails without a refusal: FAULT, not asked below, access unprovable")
+{
+    const std::string cold = unique_store("tiered-faults-not-refused");
+    DriverHarness tiered("tiered", {{"tier.0.driver", KVBLOB_FIXTURE_DIR "/libkvblob_spy.so"},
+                                    {"tier.0.admit", "internal"},
+                                    {"tier.1.driver", "memory"},
+                                    {"tier.1.store", cold}});
+    DriverHarness below("memory", {{"store", cold}});
+    auto src = below.buffer(4096);
+    fill_pattern(src.bytes.data(), src.bytes.size(), 56);
+    REQUIRE(below.one(OpKind::put, "not-refused/held-below", {make_span(src.handle(), 0, 4096)}) == KVBLOB_ROW_READY);
+
+    // Kept alive for good, on purpose: nothing proves the top tier let go of it.
+    auto &memory = kept_for_good<std::vector<uint8_t>>(4096, uint8_t{0xA5});
+    kvblob::Region region =
+        tiered.driver().register_region({sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, memory.data(), 4096, 0, 0});
+    Batch get;
+    get.row("not-refused/held-below", {make_span(region.handle(), 0, 4096)});
+    auto op = tiered.driver().submit(OpKind::get, get.get());
+    REQUIRE(op.wait(std::chrono::seconds(240)));
+    const auto rows = op.results();
+    CHECK(rows.at(0).result == KVBLOB_ROW_FAULT);
+    const std::string said = op.message(0);
+    CAPTURE(said);
+    CHECK(said.find("failed the get, not a refusal") != std::string::npos);
+    CHECK(op.access() == KVBLOB_ACCESS_UNPROVABLE);
+    CHECK(region.unregister() == KVBLOB_E_UNPROVABLE);  // R-REG-2
+    CHECK(tiered.driver().drain(std::chrono::seconds(60)) == KVBLOB_E_UNPROVABLE);
+    // The bottom tier was not asked to write into the memory the top tier may still write.
+    CHECK(std::all_of(memory.begin(), memory.end(), [](uint8_t b) { return b == 0xA5; }));
 }
