@@ -84,6 +84,29 @@ TEST_CASE("notify: wait sleeps until the driver announces, and the completion fd
     CHECK(op.release() == KVBLOB_OK);
 }
 
+// A driver that declares notify and misses an announcement breaks R-NTF-1
+// (the battery's notify.announced check says so); its waiters still see the
+// operation settled at their next look (look_again_unannounced, 100 ms),
+// not at the end of their timeout.
+TEST_CASE("notify: a missed announcement costs a waiter its next look, not its timeout")
+{
+    Spy s(kvblob::Options{{"access", "manual"}, {"notify", "1"}, {"silent", "1"}});
+    REQUIRE(s.driver.has(KVBLOB_CAP_NOTIFY));
+    Batch b;
+    b.row("k");
+    auto op = s.driver.submit(OpKind::probe, b.get());
+    auto waiter = std::async(std::launch::async, [&] {
+        const auto start = std::chrono::steady_clock::now();
+        const bool settled = op.wait(60s);
+        return std::make_pair(settled, std::chrono::steady_clock::now() - start);
+    });
+    s.spy->end_access_all(s.driver.handle());  // silent: not announced
+    const auto [settled, took] = waiter.get();
+    CHECK(settled);
+    CHECK(took < 30s);  // a bound a hang cannot meet, however loaded the machine
+    CHECK(op.release() == KVBLOB_OK);
+}
+
 TEST_CASE("notify: a driver that does not declare it is polled as before, and has no completion fd")
 {
     Spy s(kvblob::Options{{"access", "manual"}});

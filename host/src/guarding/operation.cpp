@@ -109,7 +109,8 @@ bool Operation::wait_settled(DriverCore &core, std::chrono::steady_clock::time_p
             // waiter it finds asleep, so a round that found the generation
             // moved without sleeping has no announced time of its own, and
             // an earlier round's would be another operation's, older.
-            slept = core.notifier().wait_past(seen, deadline, watch_end);
+            const auto look_again = std::chrono::steady_clock::now() + look_again_unannounced;
+            slept = core.notifier().wait_past(seen, std::min(deadline, look_again), watch_end);
         }
     }
     // Polled: watched first, then looked at after sleeps that double, none

@@ -26,6 +26,13 @@ namespace kvblob {
 // kvblob-bench's driver lane mirrors it (bench/src/measure.hpp, host_watch).
 inline constexpr std::chrono::microseconds watch_before_sleep{200};
 
+// How long a wait on a driver that notifies sleeps, at most, before it looks
+// at the operation again without an announcement: a driver that misses one
+// (breaking R-NTF-1) then costs its waiters this, not their whole timeout
+// (a driver stacking drivers waits on its tiers for an hour at a time).
+// Rare enough to cost nothing: a sleeper announced to wakes sooner.
+inline constexpr std::chrono::milliseconds look_again_unannounced{100};
+
 // How long a driver's operations have lately taken to end once waited for,
 // so that a wait watches only where watching pays. Watching saves one wake
 // (a system call and the sleeper's core coming back: tens of microseconds

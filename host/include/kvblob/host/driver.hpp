@@ -72,8 +72,9 @@ public:
     // driver's operations have lately taken over 50 µs (watching would save
     // one wake and hold a core the driver wants), then sleeps: with a
     // driver that declares KVBLOB_CAP_NOTIFY until the driver announces an
-    // operation (then confirms through poll and access); with any other
-    // driver between polls.
+    // operation (then confirms through poll and access), looking again
+    // every 100 ms all the same (an announcement the driver missed costs
+    // no more); with any other driver between polls.
     bool wait(std::chrono::milliseconds timeout) const;
     // The same, up to a point in time: for a wait shorter than a
     // millisecond (a driver that watches an operation of a tier of its own
