@@ -219,6 +219,19 @@ private:
     std::string text_;
 };
 
+// What c kept, where it dropped the start of the text, from its first whole
+// line on, or marked cut where it kept less than a line: the start of a
+// line cut short may be the end of a secret.
+std::string from_a_line_start(Capture &c)
+{
+    const uint64_t total = c.total();
+    std::string text = c.take();
+    if (total <= text.size()) return text;
+    const size_t newline = text.find('\n');
+    if (newline != std::string::npos && newline + 1 < text.size()) return text.substr(newline + 1);
+    return std::string(cut_mark) + text;
+}
+
 // Reads what is ready on the open descriptors of fds into their captures,
 // waiting at most wait_ms; a descriptor at its end is closed and set to -1.
 void read_ready(pollfd *fds, Capture **into, int count, int wait_ms)
@@ -386,7 +399,7 @@ Outcome collect(pid_t pid, int result_fd_read, int err_fd_read, int out_fd_read,
         if (fds[i].fd >= 0) close(fds[i].fd);
     const bool overflowed = result.overflowed();
     const Records records = read_records(result.take(), key, overflowed);
-    const std::string err_tail = err.take();
+    const std::string err_tail = from_a_line_start(err);
     const uint64_t out_bytes = out.total();
     const StdoutSeen out_seen{out_bytes, out.take()};
     if (raw) *raw = {records, err_tail, out_seen, status, timed_out, interrupted};

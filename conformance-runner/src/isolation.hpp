@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "check_metrics.hpp"
@@ -73,6 +74,9 @@ struct Spawned {
 
 // A driver may write to stderr without end: the runner keeps the last of it.
 inline constexpr size_t stderr_tail_bytes = 64 * 1024;
+// What marks the start of a kept tail cut inside a line (main.cpp's scrub
+// takes the end of a secret out after it).
+inline constexpr std::string_view cut_mark = "...";
 // And to stdout: the runner keeps less of that, since it is only shown (the
 // last lines of it, in the report), and counts all of it.
 inline constexpr size_t stdout_tail_bytes = 4 * 1024;

@@ -313,8 +313,22 @@ std::vector<std::string> secret_values(const Options &options, const Options &sh
 
 // text with every occurrence of each secret replaced by "<redacted>"; the
 // search goes on after what it wrote, so it ends whatever the secrets are.
-void scrub(std::string &text, const std::vector<std::string> &secrets)
+// Where text may start inside a secret (cut_start: the tail of a longer
+// output), or goes on after cut_mark (a kept tail cut inside a line), the
+// end of a secret there is replaced too, 4 bytes or more of it
+// (kvblob::min_scrubbed_secret, as the host's without_secrets).
+void scrub(std::string &text, const std::vector<std::string> &secrets, bool cut_start = false)
 {
+    const auto secret_end_at = [&](size_t at) {
+        for (const auto &secret : secrets)
+            for (size_t n = std::min(secret.size() - 1, text.size() - at); n >= kvblob::min_scrubbed_secret; --n)
+                if (text.compare(at, n, secret, secret.size() - n, n) == 0) {
+                    text.replace(at, n, "<redacted>");
+                    return;
+                }
+    };
+    if (cut_start) secret_end_at(0);
+    for (size_t at = 0; (at = text.find(cut_mark, at)) != std::string::npos;) secret_end_at(at += cut_mark.size());
     for (const auto &secret : secrets)
         for (size_t at = 0; (at = text.find(secret, at)) != std::string::npos; at += std::strlen("<redacted>"))
             text.replace(at, secret.size(), "<redacted>");
@@ -382,7 +396,10 @@ public:
             account(o);
         }
         if (o.status != Status::skipped) judge(o, c);
-        scrub(o.out.tail, secrets_);
+        // What the driver wrote reaches the reports in these two: its
+        // stdout's tail, and its stderr's in a crash's message.
+        scrub(o.out.tail, secrets_, o.out.bytes > o.out.tail.size());
+        scrub(o.message, secrets_);
         Row row{&c, o, ran, {}};
         // The command that reruns this check alone, where its outcome calls
         // for a look: in the text, JSON and JUnit reports.
@@ -499,7 +516,7 @@ int run_battery(char **argv, const Settings &s, const Options &options, const st
     Tally &tally = run.tally;
     if (probe.out.any()) {
         StdoutSeen out = probe.out;
-        scrub(out.tail, secret_values(options, shown_options));
+        scrub(out.tail, secret_values(options, shown_options), out.bytes > out.tail.size());
         tally.add_stdout("probe", out);
         std::cout << "the driver wrote to stdout in the probe (one open, then close): " << stdout_text(out) << "\n"
                   << std::flush;

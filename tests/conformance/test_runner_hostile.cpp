@@ -165,6 +165,30 @@ TEST_CASE("a driver's stdout shown in the report carries no secret option value"
     std::filesystem::remove(junit);
 }
 
+TEST_CASE("a crashed check's stderr, and a stdout tail cut inside a secret, carry no secret option value")
+{
+    // One fixture prints a URL holding the token to stderr and aborts in
+    // put (the crash's message carries the stderr's last lines); the other
+    // writes a stdout line whose kept 4 KiB start 8 bytes into the token,
+    // which no search for the whole token finds.
+    const std::string token = "SuperSecretToken-12345", after_cut = token.substr(8);
+    for (const std::string hostility : {"stderr_secret_crash", "stdout_cut_secret"}) {
+        CAPTURE(hostility);
+        const auto json = temp_path(hostility + ".json"), junit = temp_path(hostility + ".xml");
+        auto r = runner("--driver " + hostile(hostility) + " --option token=" + token +
+                        " --filter data.round-trip.one-row --json " + json + " --junit " + junit);
+        INFO(r.output.substr(0, 4096));
+        if (hostility == "stderr_secret_crash")
+            CHECK(r.output.find("last stderr: could not reach redis://admin:<redacted>@cache.internal:6379") !=
+                  std::string::npos);
+        else
+            CHECK(r.output.find("its last line: '<redacted>zzz") != std::string::npos);
+        for (const auto &text : {r.output, slurp(json), slurp(junit)}) CHECK(text.find(after_cut) == std::string::npos);
+        std::filesystem::remove(json);
+        std::filesystem::remove(junit);
+    }
+}
+
 TEST_CASE("a driver that never touches a held page while it is held earns NOT_EXERCISED, never PASS")
 {
     // The fixture waits (mincore) until the pages of its keys and spans are
