@@ -140,6 +140,16 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
     return KVBLOB_OK;
 }
 
+size_t DriverBase::unsettled_ops()
+{
+    constexpr uint32_t both = Op::results_final | Op::access_ended;
+    std::lock_guard lock(ops_mu_);
+    size_t n = 0;
+    for (const auto &[handle, op] : ops_)
+        if ((op->state.load(std::memory_order_acquire) & both) != both) ++n;
+    return n;
+}
+
 kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblob_op_t **out, std::string &why)
 {
     CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
@@ -173,7 +183,10 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
             refusal = admit_row(*op, batch->rows[r], r, keys, last, why);
         if (refusal != KVBLOB_OK) return refusal;
     }
-    if (in_flight_.load() >= caps_.max_ops_in_flight)
+    // At the limit by in_flight_, which counts an operation out only once
+    // its end is announced: the caller may have seen that end already, and
+    // submitted again at once (R-ADM-10). The live operations say exactly.
+    if (in_flight_.load() >= caps_.max_ops_in_flight && unsettled_ops() >= caps_.max_ops_in_flight)
         return refused(why, KVBLOB_E_REJECTED,
                        "too many operations in flight (limit " + std::to_string(caps_.max_ops_in_flight) + ")");
     // Admitted: from here on every failure is a row result (R-ADM-1).

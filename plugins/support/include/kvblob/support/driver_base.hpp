@@ -334,7 +334,13 @@ private:
     std::atomic<bool> drained_ok_{false};
     std::atomic<bool> any_unprovable_{false};
     std::atomic<uint64_t> calls_in_progress_{0};
+    // Admitted and not yet both final and ended (R-ADM-10), counted out
+    // after the announcement that ended it, so that a drain that sees none
+    // may close the driver (publish).
     std::atomic<uint64_t> in_flight_{0};
+    // Live operations not yet both final and ended, counted in ops_ (ops_mu_
+    // not held): in_flight_ without its lag, for an admission at the limit.
+    size_t unsettled_ops();
     std::mutex drain_mu_;
     std::condition_variable drain_cv_;
     // Releases asleep until an announcement ends (wait_announced), and what
