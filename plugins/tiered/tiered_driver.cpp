@@ -1054,11 +1054,7 @@ std::vector<TierAnswer> TieredDriver::ask_own(size_t t, kvblob::OpKind kind, Blo
     // Not a refusal (submit_to says why): the tier may write or read the
     // copy for good, which is never freed nor used again.
     const auto failed_all = [&](const std::string &what) {
-        {
-            std::lock_guard lock(kept_mu_);
-            kept_for_good_.push_back(std::move(block.bytes));
-            block.bytes.clear();
-        }
+        keep_for_good(block);
         out.assign(rows.size(), not_refused(tier.label(), kind, kvblob::without_secrets(what, secrets())));
         return out;
     };
@@ -1080,13 +1076,15 @@ std::vector<TierAnswer> TieredDriver::ask_own(size_t t, kvblob::OpKind kind, Blo
         if (results[k].result != KVBLOB_ROW_READY)
             out[k].message = tier.label() + ": " + tier_words(tier_op->message(k), secrets());
     }
-    if (tier_op->access() == KVBLOB_ACCESS_UNPROVABLE) {
-        // The tier may touch the copy for good: it is never freed.
-        std::lock_guard lock(kept_mu_);
-        kept_for_good_.push_back(std::move(block.bytes));
-        block.bytes.clear();
-    }
+    if (tier_op->access() == KVBLOB_ACCESS_UNPROVABLE) keep_for_good(block);  // the tier may touch it for good
     return out;
+}
+
+void TieredDriver::keep_for_good(Block &block)
+{
+    std::lock_guard lock(kept_mu_);
+    kept_for_good_.push_back(std::move(block.bytes));
+    block.bytes.clear();
 }
 
 // ---- the top tier's capacity ----------------------------------------------------

@@ -293,6 +293,9 @@ private:
     // it, or a get into it), waits until final with access ended, and
     // answers each row.
     std::vector<TierAnswer> ask_own(size_t t, kvblob::OpKind kind, Block &block, const std::vector<size_t> &rows);
+    // block's copy, which a tier may touch for good: kept, never freed nor
+    // used again (block.bytes left empty, so no later tier is asked).
+    void keep_for_good(Block &block);
     void run_probe(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
     void run_remove(TieredOp &op, const std::vector<size_t> &rows, std::vector<TierAnswer> &answers);
     // A get's rows READY below, planned for promotion before the get is
