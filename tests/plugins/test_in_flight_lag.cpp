@@ -7,10 +7,14 @@
 // it sees each announcement first, from inside the driver's notify.
 #include <doctest/doctest.h>
 
+#include <barrier>
 #include <chrono>
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "plugins/driver_harness.hpp"
@@ -77,4 +81,70 @@ TEST_CASE("in flight: an operation seen final and ended no longer counts, though
         CHECK(op.wait(120s));
         CHECK(op.release() == KVBLOB_OK);
     }
+}
+
+// The converse, under contention: submits that race at one below the limit
+// admit one of them, not each. Counted and checked as two steps, both saw
+// room and both were admitted (a limit of 1 held 2). Threads meet at a
+// barrier and submit at once, round after round, to the driver's table
+// itself (the host's own admission, under its lock, would space them out);
+// a round's operations stay unsettled (controlled mode) until every submit
+// of it has answered.
+TEST_CASE("in flight: submits that race at the limit admit no more than the limit")
+{
+    constexpr int threads = 4, rounds = 3000;
+    const auto plugin = kvblob::Plugin::load("memory");
+    auto driver = plugin.open(
+        {{"store", unique_store("in-flight-race")}, {"mode", "controlled"}, {"max_ops_in_flight", "1"}});
+    REQUIRE(driver.scenarios() != nullptr);
+    const auto &hooks = *driver.scenarios();
+    const kvblob_plugin_t &table = driver.table();
+    std::vector<uint8_t> memory(threads * 64, 1);
+    auto region = driver.register_region({sizeof(kvblob_region_desc_t), KVBLOB_MEMORY_HOST, memory.data(),
+                                          memory.size(), 0, 0});
+    std::vector<kvblob_op_t *> admitted(threads, nullptr);
+    std::vector<kvblob_status> answers(threads, KVBLOB_OK);
+    std::barrier meet(threads + 1);
+    std::vector<std::thread> submitters;
+    for (int t = 0; t < threads; ++t)
+        submitters.emplace_back([&, t] {
+            Batch b;
+            b.row("in-flight-race/" + std::to_string(t), {make_span(region.handle(), 64 * t, 64)});
+            for (int r = 0; r < rounds; ++r) {
+                meet.arrive_and_wait();  // the round starts
+                char err[256] = {0};
+                answers[t] = table.put(driver.handle(), &b.get(), &admitted[t], err, sizeof err);
+                meet.arrive_and_wait();  // every submit of the round answered
+                meet.arrive_and_wait();  // the round's operations ended and released
+            }
+        });
+    int most = 0, rounds_with_none = 0, other_answers = 0;
+    for (int r = 0; r < rounds; ++r) {
+        meet.arrive_and_wait();
+        meet.arrive_and_wait();
+        int count = 0;
+        for (int t = 0; t < threads; ++t) {
+            if (answers[t] != KVBLOB_OK) {
+                if (answers[t] != KVBLOB_E_REJECTED) ++other_answers;
+                continue;
+            }
+            ++count;
+            kvblob_op_t *op = std::exchange(admitted[t], nullptr);
+            for (auto stage : {KVBLOB_STAGE_START, KVBLOB_STAGE_TRANSFER_END, KVBLOB_STAGE_COMMIT,
+                               KVBLOB_STAGE_ACCESS_END})
+                REQUIRE(hooks.advance(driver.handle(), op, stage) == KVBLOB_OK);
+            uint32_t is_final = 0;
+            REQUIRE(table.poll(driver.handle(), op, &is_final) == KVBLOB_OK);
+            REQUIRE(is_final == 1);
+            REQUIRE(table.access(driver.handle(), op) == KVBLOB_ACCESS_ENDED);
+            REQUIRE(table.release(driver.handle(), op) == KVBLOB_OK);
+        }
+        most = std::max(most, count);
+        if (count == 0) ++rounds_with_none;
+        meet.arrive_and_wait();
+    }
+    for (auto &t : submitters) t.join();
+    CHECK(other_answers == 0);
+    CHECK(most == 1);              // over the limit of 1 where two were admitted at once
+    CHECK(rounds_with_none == 0);  // R-ADM-10: one of them is always admitted
 }

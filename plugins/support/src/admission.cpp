@@ -140,10 +140,9 @@ kvblob_status DriverBase::admit_row(Op &op, const kvblob_row_t &row, uint64_t r,
     return KVBLOB_OK;
 }
 
-size_t DriverBase::unsettled_ops()
+size_t DriverBase::unsettled_ops_locked() const
 {
     constexpr uint32_t both = Op::results_final | Op::access_ended;
-    std::lock_guard lock(ops_mu_);
     size_t n = 0;
     for (const auto &[handle, op] : ops_)
         if ((op->state.load(std::memory_order_acquire) & both) != both) ++n;
@@ -183,19 +182,22 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
             refusal = admit_row(*op, batch->rows[r], r, keys, last, why);
         if (refusal != KVBLOB_OK) return refusal;
     }
-    // At the limit by in_flight_, which counts an operation out only once
-    // its end is announced: the caller may have seen that end already, and
-    // submitted again at once (R-ADM-10). The live operations say exactly.
-    if (in_flight_.load() >= caps_.max_ops_in_flight && unsettled_ops() >= caps_.max_ops_in_flight)
-        return refused(why, KVBLOB_E_REJECTED,
-                       "too many operations in flight (limit " + std::to_string(caps_.max_ops_in_flight) + ")");
-    // Admitted: from here on every failure is a row result (R-ADM-1).
-    for (Region *region : op->regions) region->users.fetch_add(1);
-    lock.unlock();
-    in_flight_.fetch_add(1);
+    // The limit is checked and the operation counted in one step, under
+    // ops_mu_: checked, then counted, two submits at one below the limit
+    // each saw room and both were admitted. At the limit by in_flight_,
+    // which counts an operation out only once its end is announced: the
+    // caller may have seen that end already, and submitted again at once
+    // (R-ADM-10). The live operations say exactly; every one not settled
+    // is in ops_, entered here under the same lock.
     Op *raw = op.get();
     {
         std::lock_guard ops_lock(ops_mu_);
+        if (in_flight_.load() >= caps_.max_ops_in_flight && unsettled_ops_locked() >= caps_.max_ops_in_flight)
+            return refused(why, KVBLOB_E_REJECTED,
+                           "too many operations in flight (limit " + std::to_string(caps_.max_ops_in_flight) + ")");
+        // Admitted: from here on every failure is a row result (R-ADM-1).
+        for (Region *region : op->regions) region->users.fetch_add(1);
+        in_flight_.fetch_add(1);
         if (slot) {
             slot.key() = raw;
             slot.mapped() = std::move(op);
@@ -204,6 +206,7 @@ kvblob_status DriverBase::submit(OpKind kind, const kvblob_batch_t *batch, kvblo
             ops_.emplace(raw, std::move(op));
         }
     }
+    lock.unlock();
     *out = raw;
     start(*raw);
     return KVBLOB_OK;

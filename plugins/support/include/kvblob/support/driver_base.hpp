@@ -339,8 +339,8 @@ private:
     // may close the driver (publish).
     std::atomic<uint64_t> in_flight_{0};
     // Live operations not yet both final and ended, counted in ops_ (ops_mu_
-    // not held): in_flight_ without its lag, for an admission at the limit.
-    size_t unsettled_ops();
+    // held): in_flight_ without its lag, for an admission at the limit.
+    size_t unsettled_ops_locked() const;
     std::mutex drain_mu_;
     std::condition_variable drain_cv_;
     // Releases asleep until an announcement ends (wait_announced), and what
