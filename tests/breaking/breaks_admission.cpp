@@ -6,10 +6,13 @@
 #include "batch_copy.hpp"
 #include "hook.hpp"
 
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 #include <unordered_set>
 
 namespace kvblob::breaking {
@@ -75,6 +78,46 @@ struct InFlightBusy : Break {
     }
 };
 const Registered in_flight_busy("m.adm3.in-flight-busy", make<InFlightBusy>);
+
+// admission.ops-in-flight-racing: enforces max_ops_in_flight itself, one
+// below the reference's, and checks the limit, then counts an admission,
+// as two steps: a submit that checks while another is between the two is
+// admitted past the limit. Submits one at a time are counted right, so
+// admission.ops-in-flight passes. The gap is widened (a short sleep) so
+// that racing submits meet in it every run, not one run in a few; an
+// operation is counted out at its release, which the check does before it
+// submits again.
+struct InFlightCheckedThenCounted : Break {
+    std::atomic<uint64_t> live{0};
+    uint64_t limit = 0;
+    kvblob_status open(Hooked &h, const kvblob_open_args_t *args, kvblob_caps_t *caps, char *err,
+                       uint32_t cap) override
+    {
+        kvblob_status st = Break::open(h, args, caps, err, cap);
+        if (st == KVBLOB_OK) caps->max_ops_in_flight = limit = std::max<uint64_t>(1, caps->max_ops_in_flight - 1);
+        h.caps = *caps;
+        return st;
+    }
+    kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
+                         uint32_t cap) override
+    {
+        if (live.load() >= limit) {
+            say(err, cap, "too many operations in flight");
+            return KVBLOB_E_REJECTED;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        const kvblob_status st = h.submit(kind, batch, out, err, cap);
+        if (st == KVBLOB_OK) live.fetch_add(1);
+        return st;
+    }
+    kvblob_status release(Hooked &h, kvblob_op_t *op) override
+    {
+        const kvblob_status st = Break::release(h, op);
+        if (st == KVBLOB_OK) live.fetch_sub(1);
+        return st;
+    }
+};
+const Registered in_flight_racing("admission.ops-in-flight-racing", make<InFlightCheckedThenCounted>);
 
 // data.round-trip.batch-10000: refuses more than 5000 rows, under a limit it declares far higher.
 struct Refuses5000 : Break {

@@ -1,6 +1,9 @@
 // Checks of admission: every refusal, its lack of side effects, and the
 // converse (R-ADM-*).
+#include <barrier>
+#include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "common.hpp"
 #include "reserved_space.hpp"
@@ -352,6 +355,80 @@ void admission_ops_in_flight(Context &c)
            "once the operations in flight ended, a get is not READY");
 }
 
+// admission.ops-in-flight-racing: the limit of admission.ops-in-flight
+// under contention. With one operation short of the limit held in flight,
+// four threads meet at a barrier and submit a get each at once: exactly one
+// is admitted. A driver that checks the limit and counts an admission as
+// two steps admits each submit that checks before another counts (a limit
+// of 16 held 17 or more). The submits reach the driver's table directly:
+// any lock of the battery's around them would space them out. Rounds go on
+// for up to 100, as time allows (at least 3).
+void admission_ops_in_flight_racing(Context &c)
+{
+    auto d = c.open();
+    const uint64_t limit = d.caps().max_ops_in_flight;
+    if (limit > 4096) throw NotSupported("max_ops_in_flight is too large to reach here");
+    if (!d.table().get) throw NotSupported("get is not offered by this driver");
+    constexpr int racers = 4;
+    constexpr uint64_t row = 1024;
+    GuardedBuffer buf(row);
+    auto r = c.reg(d, buf);
+    auto k = c.key("held");
+    expect(c.run_one(d, OpKind::put, k, {make_span(r, 0, row)}) == KVBLOB_ROW_READY, "R-ROW-1", "put not READY");
+    // A slot each: the held gets first, then the racers'.
+    GuardedBuffer held_dst(row * (limit - 1 + racers));
+    auto rh = c.reg(d, held_dst);
+    std::vector<Batch> racing(racers);
+    for (int t = 0; t < racers; ++t) racing[t].row(k, {make_span(rh, (limit - 1 + t) * row, row)});
+    std::vector<kvblob_op_t *> admitted(racers, nullptr);
+    std::vector<kvblob_status> answers(racers, KVBLOB_OK);
+    uint64_t most = 0, rounds_with_none = 0, not_rejected = 0, rounds = 0;
+    const auto until = std::chrono::steady_clock::now() + c.op_timeout / 8;
+    while (rounds < 100 && (rounds < 3 || std::chrono::steady_clock::now() < until)) {
+        ++rounds;
+        c.stage(d, "stage_held_get", k, "R-ADM-10");
+        std::vector<kvblob_op_t *> held;
+        for (uint64_t i = 0; i + 1 < limit; ++i) {
+            Batch b;
+            b.row(k, {make_span(rh, i * row, row)});
+            held.push_back(c.admit(d, OpKind::get, b));
+        }
+        std::barrier meet(racers);
+        CheckThreads(racers, [&](int t) {
+            const kvblob_batch_t &raw = racing[t].get();
+            char err[512] = {0};
+            meet.arrive_and_wait();
+            answers[t] = d.table().get(d.handle(), &raw, &admitted[t], err, sizeof err);
+        }).join();
+        uint64_t count = 0;
+        for (int t = 0; t < racers; ++t) {
+            if (answers[t] == KVBLOB_OK && admitted[t]) {
+                ++count;
+                held.push_back(std::exchange(admitted[t], nullptr));
+            } else if (answers[t] != KVBLOB_E_REJECTED) {
+                ++not_rejected;
+            }
+        }
+        most = std::max(most, count);
+        if (count == 0) ++rounds_with_none;
+        c.stage(d, "release_staged", "R-ADM-10");
+        for (auto *op : held) {
+            expect(c.settle(d, op), "R-ACC-2", "a held get did not settle once released");
+            expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
+        }
+        if (most > 1 || rounds_with_none || not_rejected) break;
+    }
+    expect(most <= 1, "R-ADM-10",
+           std::to_string(most) + " of " + std::to_string(racers) + " gets submitted at once were admitted with " +
+               std::to_string(limit - 1) + " in flight and max_ops_in_flight " + std::to_string(limit) +
+               " (in round " + std::to_string(rounds) + "): the limit is checked and counted apart");
+    expect(rounds_with_none == 0, "R-ADM-10",
+           "none of " + std::to_string(racers) + " gets submitted at once was admitted with " +
+               std::to_string(limit - 1) + " in flight and max_ops_in_flight " + std::to_string(limit));
+    expect(not_rejected == 0, "R-ADM-10",
+           "a get submitted over max_ops_in_flight was refused with a status other than KVBLOB_E_REJECTED");
+}
+
 void admission_converse(Context &c)
 {
     auto d = c.open();
@@ -432,6 +509,11 @@ void add_admission_checks_after_hints(std::vector<Check> &out)
          "max_ops_in_flight operations are admitted; one more is refused with KVBLOB_E_REJECTED and no "
          "effect; once they end, work is admitted again",
          admission_ops_in_flight},
+        {"admission.ops-in-flight-racing", {"R-ADM-10"}, Level::must, 0,
+         {"stage_held_get", "release_staged"},
+         "with one operation short of max_ops_in_flight in flight, of four submitted at once exactly one is "
+         "admitted",
+         admission_ops_in_flight_racing},
         {"admission.converse", {"R-ADM-10"}, Level::must, 0, {},
          "operations at every declared limit are admitted",
          admission_converse},
