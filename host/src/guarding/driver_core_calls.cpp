@@ -220,15 +220,24 @@ bool DriverCore::is_final(kvblob_op_t *op)
     // host's other calls on this driver must not wait for that. The handle
     // is checked live first; its owner (an Operation) is the only one that
     // may release it, so it stays live across the unlocked call.
+    bool seen_before = false;  // final, as seen before this poll was asked
     {
         Locked locked(*this);
-        ++record_of(op, "is_final").unlocked_calls;
+        OpRecord &record = record_of(op, "is_final");
+        ++record.unlocked_calls;
+        seen_before = record.final_seen;
     }
     uint32_t fin = 0;
     const bool final = call(&kvblob_plugin_t::poll, "poll", KVBLOB_E_INTERNAL, handle, op, &fin) == KVBLOB_OK && fin != 0;
     Locked locked(*this);
     OpRecord &record = record_of(op, "is_final");
     --record.unlocked_calls;
+    // "Not final" from a poll asked before any thread saw the operation
+    // final is no step back, even where another thread's poll saw it final
+    // meanwhile (this one ran first, then waited for mu_): it is judged
+    // only against what was seen before it was asked (R-ROW-1), and the
+    // answer is what is known now.
+    if (!final && !seen_before) return record.final_seen;
     return judge_final(final, record);
 }
 
