@@ -161,25 +161,28 @@ void DriverBase::set_row(Op &op, size_t i, kvblob_row_result result, int32_t cod
     row.result.store(result, std::memory_order_release);
 }
 
-uint32_t DriverBase::set_and_announce(Op &op, uint32_t bit, kvblob_notify_event event)
+uint32_t DriverBase::set_state(Op &op, uint32_t bit)
 {
     if (!notifies_) return op.state.fetch_or(bit, std::memory_order_acq_rel);
     // Counted in before the bit is set, so that a release seeing the bit
     // sees the count too.
     op.announcing.fetch_add(1, std::memory_order_seq_cst);
-    const uint32_t before = op.state.fetch_or(bit, std::memory_order_seq_cst);
+    return op.state.fetch_or(bit, std::memory_order_seq_cst);
+}
+
+void DriverBase::announce(Op &op, uint32_t bit, uint32_t before, kvblob_notify_event event)
+{
+    if (!notifies_) return;
     // After the state it announces is visible, and only by the call that set
     // the bit: each event once per operation.
     if (!(before & bit)) host_.notify(host_.context, &op, event);
     announced(op);  // op may be gone from here on
-    return before;
 }
 
-void DriverBase::publish(Op &op, uint32_t bit)
+void DriverBase::published(Op &op, uint32_t bit, uint32_t before)
 {
     constexpr uint32_t both = Op::results_final | Op::access_ended;
-    const uint32_t before =
-        set_and_announce(op, bit, bit == Op::results_final ? KVBLOB_NOTIFY_FINAL : KVBLOB_NOTIFY_ACCESS);
+    announce(op, bit, before, bit == Op::results_final ? KVBLOB_NOTIFY_FINAL : KVBLOB_NOTIFY_ACCESS);
     // From here on op may be released and gone: only the driver's own state.
     if (((before | bit) & both) == both && (before & both) != both) {
         // Under drain's lock, as CallScope: once drain sees nothing in
@@ -190,7 +193,7 @@ void DriverBase::publish(Op &op, uint32_t bit)
     }
 }
 
-void DriverBase::finish(Op &op) { publish(op, Op::results_final); }
+void DriverBase::finish(Op &op) { published(op, Op::results_final, set_state(op, Op::results_final)); }
 
 void DriverBase::end_access(Op &op)
 {
@@ -198,13 +201,24 @@ void DriverBase::end_access(Op &op)
         for (Region *region : op.regions) region->pinned.store(true);
         any_unprovable_.store(true);
         log(KVBLOB_LOG_WARN, "an operation's access is unprovable: its regions stay registered for good");
-        set_and_announce(op, Op::access_unprovable, KVBLOB_NOTIFY_ACCESS);
+        announce(op, Op::access_unprovable, set_state(op, Op::access_unprovable), KVBLOB_NOTIFY_ACCESS);
         std::lock_guard lock(drain_mu_);
         drain_cv_.notify_all();
         return;
     }
-    for (Region *region : op.regions) region->users.fetch_sub(1);
-    publish(op, Op::access_ended);
+    // The regions counted out and the access ended in one step, as
+    // unregister_region (which holds regions_mu_ alone) sees them: counted
+    // out first and ended after, an unregister between the two succeeded
+    // while access() still answered OPEN (R-REG-1). Ended first and counted
+    // out after, a caller that saw the end and unregistered at once was
+    // refused BUSY. The announcement comes after, unlocked.
+    uint32_t before = 0;
+    {
+        std::shared_lock lock(regions_mu_);
+        for (Region *region : op.regions) region->users.fetch_sub(1);
+        before = set_state(op, Op::access_ended);
+    }
+    published(op, Op::access_ended, before);
 }
 
 void DriverBase::cancel_unstarted(Op &op)

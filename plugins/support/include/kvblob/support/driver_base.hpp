@@ -279,13 +279,16 @@ protected:
     void cancel_unstarted(Op &op);
 
 private:
-    // Publishes one answer's bit, then announces it (once: only the call
-    // that set the bit); the call that completes the pair counts the
-    // operation out of flight. Touches op only through its atomics.
-    void publish(Op &op, uint32_t bit);
-    // Sets bit in op's state and, for a notifying driver, announces event
-    // after the bit is visible. Returns the state before.
-    uint32_t set_and_announce(Op &op, uint32_t bit, kvblob_notify_event event);
+    // Sets bit in op's state (for a notifying driver, counted in as an
+    // announcement under way first). Returns the state before.
+    uint32_t set_state(Op &op, uint32_t bit);
+    // For a notifying driver, after set_state: announces event (once: only
+    // where that call set the bit), then counts the announcement out.
+    void announce(Op &op, uint32_t bit, uint32_t before, kvblob_notify_event event);
+    // After set_state of an answer's bit: announces it; the call that
+    // completed the pair counts the operation out of flight. Touches op
+    // only through its atomics.
+    void published(Op &op, uint32_t bit, uint32_t before);
     // A release's wait for op's announcements still in the host's notify,
     // and the announcer's count out of one (which wakes such a wait; it
     // touches op only to count out).
