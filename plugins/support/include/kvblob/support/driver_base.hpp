@@ -339,7 +339,7 @@ private:
     std::atomic<uint64_t> calls_in_progress_{0};
     // Admitted and not yet both final and ended (R-ADM-10), counted out
     // after the announcement that ended it, so that a drain that sees none
-    // may close the driver (publish).
+    // may close the driver (published).
     std::atomic<uint64_t> in_flight_{0};
     // Live operations not yet both final and ended, counted in ops_ (ops_mu_
     // held): in_flight_ without its lag, for an admission at the limit.
