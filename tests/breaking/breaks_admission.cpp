@@ -6,13 +6,13 @@
 #include "batch_copy.hpp"
 #include "hook.hpp"
 
-#include <atomic>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
-#include <thread>
 #include <unordered_set>
 
 namespace kvblob::breaking {
@@ -83,13 +83,17 @@ const Registered in_flight_busy("m.adm3.in-flight-busy", make<InFlightBusy>);
 // below the reference's, and checks the limit, then counts an admission,
 // as two steps: a submit that checks while another is between the two is
 // admitted past the limit. Submits one at a time are counted right, so
-// admission.ops-in-flight passes. The gap is widened (a short sleep) so
-// that racing submits meet in it every run, not one run in a few; an
-// operation is counted out at its release, which the check does before it
-// submits again.
+// admission.ops-in-flight passes. So that racing submits meet between the
+// two steps in every run, not by luck of scheduling, a submit that takes
+// the last slot waits there until a second submit has checked too (no
+// longer than a second: one at a time, none comes). An operation is
+// counted out at its release, which the check does before it submits
+// again; once none is live, the next last slot waits anew.
 struct InFlightCheckedThenCounted : Break {
-    std::atomic<uint64_t> live{0};
-    uint64_t limit = 0;
+    std::mutex mu;
+    std::condition_variable checked;
+    uint64_t live = 0, limit = 0;
+    unsigned at_last_slot = 0;  // submits that checked while one slot was left
     kvblob_status open(Hooked &h, const kvblob_open_args_t *args, kvblob_caps_t *caps, char *err,
                        uint32_t cap) override
     {
@@ -101,19 +105,32 @@ struct InFlightCheckedThenCounted : Break {
     kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
                          uint32_t cap) override
     {
-        if (live.load() >= limit) {
-            say(err, cap, "too many operations in flight");
-            return KVBLOB_E_REJECTED;
+        {
+            std::unique_lock lock(mu);
+            if (live >= limit) {
+                say(err, cap, "too many operations in flight");
+                return KVBLOB_E_REJECTED;
+            }
+            if (live + 1 == limit) {
+                ++at_last_slot;
+                checked.notify_all();
+                checked.wait_for(lock, std::chrono::seconds(1), [&] { return at_last_slot >= 2; });
+            }
         }
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
         const kvblob_status st = h.submit(kind, batch, out, err, cap);
-        if (st == KVBLOB_OK) live.fetch_add(1);
+        if (st == KVBLOB_OK) {
+            std::lock_guard lock(mu);
+            ++live;
+        }
         return st;
     }
     kvblob_status release(Hooked &h, kvblob_op_t *op) override
     {
         const kvblob_status st = Break::release(h, op);
-        if (st == KVBLOB_OK) live.fetch_sub(1);
+        if (st == KVBLOB_OK) {
+            std::lock_guard lock(mu);
+            if (--live == 0) at_last_slot = 0;
+        }
         return st;
     }
 };
