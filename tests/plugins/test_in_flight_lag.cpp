@@ -12,7 +12,6 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>

@@ -311,6 +311,32 @@ void admission_malformed_region(Context &c)
     }
 }
 
+// Gets of key k held in flight (stage_held_get staged on k), count of
+// them, the i-th into slot i of rows bytes each in region r: each fills its
+// own slot, since gets sharing one destination would race with each other,
+// not with the rule under test.
+std::vector<kvblob_op_t *> held_gets(Context &c, Driver &d, const std::string &k, kvblob_region_t *r, uint64_t count,
+                                     uint64_t row)
+{
+    std::vector<kvblob_op_t *> held;
+    for (uint64_t i = 0; i < count; ++i) {
+        Batch b;
+        b.row(k, {make_span(r, i * row, row)});
+        held.push_back(c.admit(d, OpKind::get, b));
+    }
+    return held;
+}
+
+// Lets the staged gets go (release_staged), and ends and releases each.
+void end_held(Context &c, Driver &d, const std::vector<kvblob_op_t *> &held, const std::string &rule)
+{
+    c.stage(d, "release_staged", rule);
+    for (auto *op : held) {
+        expect(c.settle(d, op), "R-ACC-2", "a held get did not settle once released");
+        expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
+    }
+}
+
 void admission_ops_in_flight(Context &c)
 {
     auto d = c.open();
@@ -323,17 +349,9 @@ void admission_ops_in_flight(Context &c)
     expect(c.run_one(d, OpKind::put, k, {make_span(r, 0, 1024)}) == KVBLOB_ROW_READY, "R-ROW-1",
            "put not READY");
     c.stage(d, "stage_held_get", k, "R-ADM-10");
-    // Each held get fills its own slot: gets sharing one
-    // destination would race with each other, not with
-    // the rule under test.
     GuardedBuffer held_dst(1024 * limit);
     auto rh = c.reg(d, held_dst);
-    std::vector<kvblob_op_t *> held;
-    for (uint64_t i = 0; i < limit; ++i) {
-        Batch b;
-        b.row(k, {make_span(rh, i * 1024, 1024)});
-        held.push_back(c.admit(d, OpKind::get, b));
-    }
+    const std::vector<kvblob_op_t *> held = held_gets(c, d, k, rh, limit, 1024);
     Batch over;
     over.row(k, {make_span(rd, 0, 1024)});
     kvblob_status st = KVBLOB_OK;
@@ -344,11 +362,7 @@ void admission_ops_in_flight(Context &c)
     expect(st == KVBLOB_E_REJECTED, "R-ADM-10",
            std::string("an operation over max_ops_in_flight was refused with ") +
                kvblob_status_name(st) + ", not KVBLOB_E_REJECTED");
-    c.stage(d, "release_staged", "R-ADM-10");
-    for (auto *op : held) {
-        expect(c.settle(d, op), "R-ACC-2", "a held get did not settle once released");
-        expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
-    }
+    end_held(c, d, held, "R-ADM-10");
     for (size_t i = 0; i < dst.size(); ++i)
         expect(dst.data()[i] == 0x33, "R-ADM-9", "the refused get wrote its destination");
     expect(c.run_one(d, OpKind::get, k, {make_span(rd, 0, 1024)}) == KVBLOB_ROW_READY, "R-ADM-10",
@@ -375,7 +389,7 @@ void admission_ops_in_flight_racing(Context &c)
     auto r = c.reg(d, buf);
     auto k = c.key("held");
     expect(c.run_one(d, OpKind::put, k, {make_span(r, 0, row)}) == KVBLOB_ROW_READY, "R-ROW-1", "put not READY");
-    // A slot each: the held gets first, then the racers'.
+    // A slot each (held_gets): the held gets first, then the racers'.
     GuardedBuffer held_dst(row * (limit - 1 + racers));
     auto rh = c.reg(d, held_dst);
     std::vector<Batch> racing(racers);
@@ -387,12 +401,7 @@ void admission_ops_in_flight_racing(Context &c)
     while (rounds < 100 && (rounds < 3 || std::chrono::steady_clock::now() < until)) {
         ++rounds;
         c.stage(d, "stage_held_get", k, "R-ADM-10");
-        std::vector<kvblob_op_t *> held;
-        for (uint64_t i = 0; i + 1 < limit; ++i) {
-            Batch b;
-            b.row(k, {make_span(rh, i * row, row)});
-            held.push_back(c.admit(d, OpKind::get, b));
-        }
+        std::vector<kvblob_op_t *> held = held_gets(c, d, k, rh, limit - 1, row);
         std::barrier meet(racers);
         CheckThreads(racers, [&](int t) {
             const kvblob_batch_t &raw = racing[t].get();
@@ -411,11 +420,7 @@ void admission_ops_in_flight_racing(Context &c)
         }
         most = std::max(most, count);
         if (count == 0) ++rounds_with_none;
-        c.stage(d, "release_staged", "R-ADM-10");
-        for (auto *op : held) {
-            expect(c.settle(d, op), "R-ACC-2", "a held get did not settle once released");
-            expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused");
-        }
+        end_held(c, d, held, "R-ADM-10");
         if (most > 1 || rounds_with_none || not_rejected) break;
     }
     expect(most <= 1, "R-ADM-10",
