@@ -53,6 +53,7 @@ const std::vector<Check> &battery()
         add_results_checks(all);
         add_results_wide_checks(all);
         add_lifetime_checks(all);
+        add_lifetime_racing_checks(all);
         add_concurrency_checks(all);
         add_scenario_checks(all);
         add_remove_checks(all);

@@ -142,6 +142,11 @@ kvblob_status Context::unreg(Driver &d, kvblob_region_t *region) const
     return st;
 }
 
+void Context::unregistered(Driver &d, kvblob_region_t *region) const
+{
+    ledger_.remove(d.handle(), region);
+}
+
 kvblob_op_t *Context::submit(Driver &d, OpKind kind, Batch &batch, kvblob_status *status, std::string *why) const
 {
     const auto &t = d.table();

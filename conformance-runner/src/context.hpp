@@ -137,6 +137,10 @@ public:
                                std::string *why = nullptr) const;
     // Unregisters a region reg() gave; the driver's answer.
     kvblob_status unreg(Driver &d, kvblob_region_t *region) const;
+    // Notes that the check unregistered a region reg() gave through the
+    // table itself (where the ledger's lock would stand between the
+    // unregister and what the check asks next): the cleanup leaves it.
+    void unregistered(Driver &d, kvblob_region_t *region) const;
     // Submits; returns the handle, or nullptr with *status and *why set.
     kvblob_op_t *submit(Driver &d, OpKind kind, Batch &batch, kvblob_status *status = nullptr,
                         std::string *why = nullptr) const;

@@ -3,6 +3,7 @@
 // R-DRN-1, R-DRN-2, R-CLS-1).
 #include "hook.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -43,6 +44,95 @@ const Registered pins_busy("m.reg2.unregister-busy-status",
                            make<UnregisterSays<KVBLOB_E_UNPROVABLE, KVBLOB_E_BUSY>>);
 // lifetime.unregister-busy: a region in use says gone.
 const Registered busy("lifetime.unregister-busy", make<UnregisterSays<KVBLOB_E_BUSY, KVBLOB_OK>>);
+
+// lifetime.unregister-racing: counts an operation out of its regions (the
+// reference ended its access, so its unregister succeeds) before it records
+// the access ended (access() here still says OPEN). So that an unregister
+// meets that window in every run, not by luck of scheduling, the record
+// waits on one where one is waiting: an operation naming a region whose
+// unregister was refused BUSY stays OPEN here until one of its regions is
+// unregistered, and says OPEN once more to the thread that unregistered it
+// (the check asks at once); where none comes, it records the end after
+// 100 ms, so lifetime.unregister-busy, which asks while the get is held and
+// again only after it settled, passes.
+struct AccessRecordedLate : Break {
+    struct Late {
+        std::chrono::steady_clock::time_point since;
+        std::thread::id let_go_by;  // the thread whose unregister met the window
+        bool told = false;          // that thread was told OPEN after it
+    };
+    std::mutex mu;
+    std::map<kvblob_op_t *, std::set<kvblob_region_t *>> named;  // each live operation's regions
+    std::set<kvblob_region_t *> wanted;                          // an unregister was refused BUSY
+    std::map<kvblob_op_t *, Late> late;  // ended in the reference, not yet here
+    std::set<kvblob_op_t *> recorded;    // said ENDED here
+
+    kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
+                         uint32_t cap) override
+    {
+        const kvblob_status st = h.submit(kind, batch, out, err, cap);
+        if (st != KVBLOB_OK) return st;
+        std::lock_guard lock(mu);
+        auto &regions = named[*out];
+        for (uint64_t r = 0; r < batch->row_count; ++r)
+            for (uint32_t s = 0; s < batch->rows[r].span_count; ++s) regions.insert(batch->rows[r].spans[s].region);
+        return st;
+    }
+    // Under mu: whether op waits on an unregister here.
+    bool waits(kvblob_op_t *op) const
+    {
+        auto it = named.find(op);
+        if (it == named.end()) return false;
+        return std::any_of(it->second.begin(), it->second.end(), [&](kvblob_region_t *r) { return wanted.count(r); });
+    }
+    kvblob_access access(Hooked &h, kvblob_op_t *op) override
+    {
+        const kvblob_access a = h.access(op);
+        if (a != KVBLOB_ACCESS_ENDED) return a;
+        std::lock_guard lock(mu);
+        if (recorded.count(op)) return a;
+        auto [it, fresh] = late.try_emplace(op);
+        Late &w = it->second;
+        if (fresh) w.since = std::chrono::steady_clock::now();
+        if (w.let_go_by == std::this_thread::get_id() && !w.told) {
+            w.told = true;
+            return KVBLOB_ACCESS_OPEN;
+        }
+        if (!w.told && w.let_go_by == std::thread::id() && waits(op) &&
+            std::chrono::steady_clock::now() - w.since < std::chrono::milliseconds(100))
+            return KVBLOB_ACCESS_OPEN;
+        late.erase(it);
+        recorded.insert(op);
+        return a;
+    }
+    kvblob_status unregister_region(Hooked &h, kvblob_region_t *region) override
+    {
+        const kvblob_status st = h.next->unregister_region(h.inner, region);
+        std::lock_guard lock(mu);
+        if (st == KVBLOB_E_BUSY) wanted.insert(region);
+        if (st != KVBLOB_OK) return st;
+        wanted.erase(region);
+        for (const auto &[op, regions] : named) {
+            if (!regions.count(region) || recorded.count(op) || h.access(op) != KVBLOB_ACCESS_ENDED) continue;
+            auto [it, fresh] = late.try_emplace(op);
+            if (fresh) it->second.since = std::chrono::steady_clock::now();
+            if (it->second.let_go_by == std::thread::id()) it->second.let_go_by = std::this_thread::get_id();
+        }
+        return st;
+    }
+    kvblob_status release(Hooked &h, kvblob_op_t *op) override
+    {
+        const kvblob_status st = Break::release(h, op);
+        if (st == KVBLOB_OK) {
+            std::lock_guard lock(mu);
+            named.erase(op);
+            late.erase(op);
+            recorded.erase(op);
+        }
+        return st;
+    }
+};
+const Registered busy_racing("lifetime.unregister-racing", make<AccessRecordedLate>);
 
 // admission.unregistered-region: says gone, stays usable.
 struct UnregisterForgets : Break {

@@ -80,6 +80,7 @@ void add_admission_checks(std::vector<Check> &out);
 void add_hints_checks(std::vector<Check> &out);
 void add_admission_checks_after_hints(std::vector<Check> &out);
 void add_lifetime_checks(std::vector<Check> &out);
+void add_lifetime_racing_checks(std::vector<Check> &out);
 void add_lifetime_answer_checks(std::vector<Check> &out);
 void add_scenario_checks(std::vector<Check> &out);
 void add_remove_checks(std::vector<Check> &out);

@@ -40,7 +40,7 @@ void lifetime_unregister_busy(Context &c)
     Batch b;
     b.row(k, {make_span(r, 0, 4096)});
     auto op = c.admit(d, OpKind::get, b);
-    std::this_thread::sleep_for(20ms);
+    // Held: its access is open from admission on, started or not.
     if (d.table().access(d.handle(), op) == KVBLOB_ACCESS_OPEN) {
         expect(c.unreg(d, r) != KVBLOB_OK, "R-REG-1",
                "unregister succeeded while a get naming the region had access open");

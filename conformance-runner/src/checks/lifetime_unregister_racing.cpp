@@ -1,0 +1,169 @@
+// lifetime.unregister-racing: R-REG-1 while an operation's access ends.
+// lifetime.unregister-busy asks once, while a get is held; this check asks
+// without pause as the get lets go. A driver that counts an operation out
+// of its regions' users before it records the operation's access as ended
+// lets an unregister through in between: the region is gone while access()
+// still says OPEN, and a caller that trusts the unregister frees memory the
+// driver says it may touch. One operation naming many regions keeps that
+// window open while the driver counts it out of each.
+#include <atomic>
+#include <chrono>
+#include <latch>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common.hpp"
+#include "kvblob/host/keep_alive.hpp"
+
+namespace kvblob::conformance {
+
+namespace {
+
+// What the racer saw of one region it kept trying to unregister.
+struct RacerSaw {
+    bool gone = false;                                 // an unregister succeeded
+    kvblob_access access_then = KVBLOB_ACCESS_ENDED;  // the get's access, asked at once after
+    kvblob_status refused = KVBLOB_OK;                 // an answer other than BUSY while in use
+    bool refused_after_end = false;                    // refused once the get had settled
+};
+
+// Tries to unregister each of regions in turn until each succeeded, and
+// after each success asks op's access with nothing in between. Once
+// settled is set (op final, access no longer open), one more try of each
+// must succeed. first counts down after the first try.
+std::vector<RacerSaw> unregister_racing(Driver &d, const std::vector<kvblob_region_t *> &regions, kvblob_op_t *op,
+                                        std::latch &first, const std::atomic<bool> &settled)
+{
+    std::vector<RacerSaw> saw(regions.size());
+    size_t left = regions.size();
+    bool counted = false;
+    while (left > 0) {
+        const bool after_end = settled.load();
+        for (size_t i = 0; i < regions.size(); ++i) {
+            RacerSaw &s = saw[i];
+            if (s.gone || s.refused != KVBLOB_OK) continue;
+            const kvblob_status st = d.table().unregister_region(d.handle(), regions[i]);
+            if (st == KVBLOB_OK) {
+                s.access_then = d.table().access(d.handle(), op);
+                s.gone = true;
+                --left;
+            } else if (st != KVBLOB_E_BUSY || after_end) {
+                s.refused = st;
+                s.refused_after_end = after_end;
+                --left;
+            }
+        }
+        if (!std::exchange(counted, true)) first.count_down();
+    }
+    if (!counted) first.count_down();
+    return saw;
+}
+
+// Sets flag when it goes, however the thread that holds it ends.
+struct SetOnExit {
+    std::atomic<bool> &flag;
+    ~SetOnExit() { flag.store(true); }
+};
+
+void lifetime_unregister_racing(Context &c)
+{
+    auto d = c.open();
+    if (!d.table().get) throw NotSupported("get is not offered by this driver");
+    const uint64_t n = std::min<uint64_t>(64, d.caps().max_rows_per_op);
+    if (n < 2) throw NotSupported("max_rows_per_op is 1: one get cannot name two regions");
+    constexpr uint64_t row = 64;
+    GuardedBuffer src(n * row);
+    // The gets' destination: kept alive for good where a get's access ends
+    // unprovable (R-REG-2), as the driver may touch it still.
+    auto dst = std::make_unique<GuardedBuffer>(n * row);
+    fill_pattern(src.data(), src.size(), 11);
+    auto rs = c.reg(d, src);
+    std::vector<std::string> keys;
+    Batch put;
+    for (uint64_t i = 0; i < n; ++i) {
+        keys.push_back(c.key("racing-" + std::to_string(i)));
+        put.row(keys.back(), {make_span(rs, i * row, row)});
+    }
+    for (const auto &r : c.run(d, OpKind::put, put))
+        expect(r.result == KVBLOB_ROW_READY, "R-ROW-1", "a put of the get's rows was not READY");
+
+    // Rounds go on for up to 100, as time allows (at least 3). Each: one
+    // region a row, the first row's key held (stage_held_get holds the
+    // whole get), one thread trying the first region and the last in turn
+    // (a driver may count out in either order; one thread, not one a
+    // region, so that on two cores the thread that ends the get's access
+    // runs beside it), and the get let go once it is trying.
+    const auto until = std::chrono::steady_clock::now() + c.op_timeout / 8;
+    for (uint64_t round = 1; round <= 100 && (round <= 3 || std::chrono::steady_clock::now() < until); ++round) {
+        std::vector<kvblob_region_t *> regions;
+        for (uint64_t i = 0; i < n; ++i) regions.push_back(c.reg(d, dst->data() + i * row, row));
+        c.stage(d, "stage_held_get", keys[0], "R-REG-1");
+        Batch get;
+        for (uint64_t i = 0; i < n; ++i) get.row(keys[i], {make_span(regions[i], 0, row)});
+        kvblob_op_t *op = c.admit(d, OpKind::get, get);
+        const std::vector<kvblob_region_t *> raced = {regions.front(), regions.back()};
+        std::vector<RacerSaw> saw;
+        std::latch first(1);
+        std::atomic<bool> settled_flag{false};
+        bool settled = false;
+        CheckThreads(2, [&](int t) {
+            if (t == 0) {
+                saw = unregister_racing(d, raced, op, first, settled_flag);
+                return;
+            }
+            SetOnExit done{settled_flag};
+            first.wait();
+            c.stage(d, "release_staged", "R-REG-1");
+            settled = c.settle(d, op);
+        }).join();
+        for (size_t t = 0; t < saw.size(); ++t)
+            if (saw[t].gone) c.unregistered(d, raced[t]);
+        expect(settled, "R-ACC-2", "the released get did not settle");
+        if (d.table().access(d.handle(), op) == KVBLOB_ACCESS_UNPROVABLE) {
+            // Its regions stay registered for good (R-REG-2, which
+            // lifetime.unprovable-pins judges): no unregister can succeed.
+            dst->leak();
+            kvblob::keep_alive_for_good(dst.release());
+            c.not_exercised("the released get's access ended unprovable (R-REG-2), so its regions can never be "
+                            "unregistered; kept " + std::to_string(n * row) + " bytes of caller memory alive on "
+                            "purpose");
+            return;
+        }
+        for (size_t t = 0; t < saw.size(); ++t) {
+            const std::string which = std::string("the get's ") + (t == 0 ? "first" : "last") + " region";
+            const std::string when = " (round " + std::to_string(round) + ", " + std::to_string(n) + " regions)";
+            expect(saw[t].access_then != KVBLOB_ACCESS_OPEN, "R-REG-1",
+                   which + " was unregistered while the get's access was open: access() said OPEN when asked "
+                           "at once after the unregister succeeded" + when +
+                           "; the operation is counted out of its regions before its access is recorded as "
+                           "ended");
+            expect(!saw[t].refused_after_end, "R-REG-1",
+                   "unregister of " + which + " was refused with " + kvblob_status_name(saw[t].refused) +
+                       " once the get was final and its access no longer open" + when);
+            expect(saw[t].refused == KVBLOB_OK || saw[t].refused_after_end, "R-REG-1",
+                   "unregister of " + which + " while the get's access was open answered " +
+                       kvblob_status_name(saw[t].refused) + ", not KVBLOB_E_BUSY" + when);
+        }
+        expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused after settle");
+        for (uint64_t i = 1; i + 1 < n; ++i)
+            expect(c.unreg(d, regions[i]) == KVBLOB_OK, "R-REG-1",
+                   "unregister refused once no operation names the region");
+    }
+}
+
+}  // namespace
+
+// Run after the lifetime family's first table (battery.cpp).
+void add_lifetime_racing_checks(std::vector<Check> &out)
+{
+    const Check checks[] = {
+        {"lifetime.unregister-racing", {"R-REG-1"}, Level::must, 0, {"stage_held_get", "release_staged"},
+         "an unregister that succeeds as an operation's access ends finds that access already ended",
+         lifetime_unregister_racing},
+    };
+    out.insert(out.end(), std::begin(checks), std::end(checks));
+}
+
+}  // namespace kvblob::conformance
