@@ -29,8 +29,13 @@ kvblob_status DriverBase::poll(kvblob_op_t *handle, uint32_t *is_final)
     if (!*is_final && (op.queued.load(std::memory_order_relaxed) || op.share.unclaimed())) {
         // The caller waits for op and some of its work still waits for a
         // thread: the caller runs it. Counted as a call in progress, so that
-        // a drain that sees op end waits for this call to leave the driver's
-        // code (R-DRN-3), as it does for a blocking put.
+        // a drain that began before op ended waits for this call to leave
+        // the driver's code, as it does for a blocking put (R-DRN-3). Counted
+        // after the look above, not before it (every poll would pay for
+        // the count): where op ends between the two, a drain may return
+        // before this call counts in. That is harmless: run_queued then
+        // finds nothing left to run, and a caller may close the driver only
+        // once its own polls returned (after close the handle is dead).
         CallScope scope(calls_in_progress_, drain_mu_, drain_cv_);
         if (run_queued(op))
             *is_final = (op.state.load(std::memory_order_acquire) & Op::results_final) ? 1u : 0u;
