@@ -51,8 +51,8 @@ const Registered busy("lifetime.unregister-busy", make<UnregisterSays<KVBLOB_E_B
 // meets that window in every run, not by luck of scheduling, the record
 // waits on one where one is waiting: an operation naming a region whose
 // unregister was refused BUSY stays OPEN here until one of its regions is
-// unregistered, and says OPEN once more to the thread that unregistered it
-// (the check asks at once); where none comes, it records the end after
+// unregistered, and then until the thread that unregistered it asked once
+// more (the check asks at once); where none comes, it records the end after
 // 100 ms, so lifetime.unregister-busy, which asks while the get is held and
 // again only after it settled, passes.
 struct AccessRecordedLate : Break {
@@ -98,8 +98,10 @@ struct AccessRecordedLate : Break {
             w.told = true;
             return KVBLOB_ACCESS_OPEN;
         }
-        if (!w.told && w.let_go_by == std::thread::id() && waits(op) &&
-            std::chrono::steady_clock::now() - w.since < std::chrono::milliseconds(100))
+        // Waiting: on an unregister, or on the thread whose unregister met
+        // the window to ask (another thread's poll may ask first).
+        const bool waiting = !w.told && (w.let_go_by != std::thread::id() || waits(op));
+        if (waiting && std::chrono::steady_clock::now() - w.since < std::chrono::milliseconds(100))
             return KVBLOB_ACCESS_OPEN;
         late.erase(it);
         recorded.insert(op);
