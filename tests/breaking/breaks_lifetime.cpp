@@ -387,6 +387,51 @@ struct GetsNotCounted : Break {
 };
 const Registered not_counted("m.reg1.get-not-counted", make<GetsNotCounted>);
 
+// m.reg1.users-a-flag: a region's users are a flag, not a count: the end
+// (here, the release) of any operation naming it clears the flag, and the
+// region is let go of while another operation naming it still has access
+// open (the reference's unregister comes at close).
+struct UsersAFlag : Break {
+    std::mutex mu;
+    std::map<kvblob_op_t *, std::set<kvblob_region_t *>> ops;
+    std::set<kvblob_region_t *> cleared, gone;
+    kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
+                         uint32_t cap) override
+    {
+        kvblob_status st = h.submit(kind, batch, out, err, cap);
+        std::lock_guard lock(mu);
+        if (st != KVBLOB_OK) return st;
+        ops[*out] = regions_of(batch);
+        for (kvblob_region_t *region : ops[*out]) cleared.erase(region);
+        return st;
+    }
+    kvblob_status release(Hooked &h, kvblob_op_t *op) override
+    {
+        kvblob_status st = Break::release(h, op);
+        std::lock_guard lock(mu);
+        if (st != KVBLOB_OK) return st;
+        cleared.merge(ops[op]);
+        ops.erase(op);
+        return st;
+    }
+    kvblob_status unregister_region(Hooked &h, kvblob_region_t *region) override
+    {
+        kvblob_status st = h.next->unregister_region(h.inner, region);
+        std::lock_guard lock(mu);
+        if (st != KVBLOB_E_BUSY || !cleared.count(region)) return st;
+        gone.insert(region);  // "gone": the open operation may still write into it
+        return KVBLOB_OK;
+    }
+    kvblob_status close(Hooked &h) override
+    {
+        std::lock_guard lock(mu);
+        for (kvblob_region_t *region : gone) h.next->unregister_region(h.inner, region);
+        gone.clear();
+        return h.next->close(h.inner);
+    }
+};
+const Registered users_a_flag("m.reg1.users-a-flag", make<UsersAFlag>);
+
 }  // namespace
 
 }  // namespace kvblob::breaking

@@ -31,10 +31,14 @@ void lifetime_access_ended_untouched(Context &c)
 void lifetime_unregister_busy(Context &c)
 {
     auto d = c.open();
-    GuardedBuffer buf(4096);
+    // Two slots: the held get's, and a second operation's, which ends while
+    // the held one is still open.
+    GuardedBuffer buf(2 * 4096);
     auto r = c.reg(d, buf);
-    auto k = c.key("held");
+    auto k = c.key("held"), other = c.key("other");
     expect(c.run_one(d, OpKind::put, k, {make_span(r, 0, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
+           "put not READY");
+    expect(c.run_one(d, OpKind::put, other, {make_span(r, 4096, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
            "put not READY");
     c.stage(d, "stage_held_get", k, "R-REG-1");
     Batch b;
@@ -46,6 +50,13 @@ void lifetime_unregister_busy(Context &c)
                "unregister succeeded while a get naming the region had access open");
         expect(d.table().release(d.handle(), op) != KVBLOB_OK, "R-OPS-1",
                "release succeeded before the operation ended");
+        // Every operation naming the region counts, not the last to end.
+        expect(c.run_one(d, OpKind::get, other, {make_span(r, 4096, 4096)}) == KVBLOB_ROW_READY, "R-ROW-1",
+               "a get beside the held one was not READY");
+        if (d.table().access(d.handle(), op) == KVBLOB_ACCESS_OPEN)
+            expect(c.unreg(d, r) != KVBLOB_OK, "R-REG-1",
+                   "unregister succeeded once a second operation naming the region ended, while the held get "
+                   "naming it still had access open: the region's users are not counted one by one");
     }
     c.stage(d, "release_staged", "R-REG-1");
     expect(c.settle(d, op), "R-ACC-2", "the released get did not settle");
