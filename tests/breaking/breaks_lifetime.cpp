@@ -344,12 +344,25 @@ struct GetsNeverUncounted : Break {
 };
 const Registered never_uncounted("m.reg1.get-never-uncounted", make<GetsNeverUncounted>);
 
+// A Break that says a region in use is gone (its unregister answers OK)
+// while the reference keeps it registered: the reference lets go of those
+// regions at close, once nothing uses them.
+struct SaysGoneEarly : Break {
+    std::mutex mu;
+    std::set<kvblob_region_t *> gone;  // under mu
+    kvblob_status close(Hooked &h) override
+    {
+        std::lock_guard lock(mu);
+        for (kvblob_region_t *region : gone) h.next->unregister_region(h.inner, region);
+        gone.clear();
+        return h.next->close(h.inner);
+    }
+};
+
 // m.reg1.get-not-counted: a region only gets in flight name is let go of at
 // once (the reference's unregister comes once they ended, or at close).
-struct GetsNotCounted : Break {
-    std::mutex mu;
+struct GetsNotCounted : SaysGoneEarly {
     std::map<kvblob_op_t *, std::set<kvblob_region_t *>> gets;
-    std::set<kvblob_region_t *> gone;
     kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
                          uint32_t cap) override
     {
@@ -377,13 +390,6 @@ struct GetsNotCounted : Break {
             }
         return st;
     }
-    kvblob_status close(Hooked &h) override
-    {
-        std::lock_guard lock(mu);
-        for (kvblob_region_t *region : gone) h.next->unregister_region(h.inner, region);
-        gone.clear();
-        return h.next->close(h.inner);
-    }
 };
 const Registered not_counted("m.reg1.get-not-counted", make<GetsNotCounted>);
 
@@ -391,10 +397,9 @@ const Registered not_counted("m.reg1.get-not-counted", make<GetsNotCounted>);
 // (here, the release) of any operation naming it clears the flag, and the
 // region is let go of while another operation naming it still has access
 // open (the reference's unregister comes at close).
-struct UsersAFlag : Break {
-    std::mutex mu;
+struct UsersAFlag : SaysGoneEarly {
     std::map<kvblob_op_t *, std::set<kvblob_region_t *>> ops;
-    std::set<kvblob_region_t *> cleared, gone;
+    std::set<kvblob_region_t *> cleared;
     kvblob_status submit(Hooked &h, Kind kind, const kvblob_batch_t *batch, kvblob_op_t **out, char *err,
                          uint32_t cap) override
     {
@@ -421,13 +426,6 @@ struct UsersAFlag : Break {
         if (st != KVBLOB_E_BUSY || !cleared.count(region)) return st;
         gone.insert(region);  // "gone": the open operation may still write into it
         return KVBLOB_OK;
-    }
-    kvblob_status close(Hooked &h) override
-    {
-        std::lock_guard lock(mu);
-        for (kvblob_region_t *region : gone) h.next->unregister_region(h.inner, region);
-        gone.clear();
-        return h.next->close(h.inner);
     }
 };
 const Registered users_a_flag("m.reg1.users-a-flag", make<UsersAFlag>);
