@@ -85,12 +85,14 @@ struct AccessRecordedLate : Break {
         if (it == named.end()) return false;
         return std::any_of(it->second.begin(), it->second.end(), [&](kvblob_region_t *r) { return wanted.count(r); });
     }
+    // Under mu: whether op's end is recorded late (every operation's here).
+    virtual bool late_for(kvblob_op_t *) const { return true; }
     kvblob_access access(Hooked &h, kvblob_op_t *op) override
     {
         const kvblob_access a = h.access(op);
         if (a != KVBLOB_ACCESS_ENDED) return a;
         std::lock_guard lock(mu);
-        if (recorded.count(op)) return a;
+        if (recorded.count(op) || !late_for(op)) return a;
         auto [it, fresh] = late.try_emplace(op);
         Late &w = it->second;
         if (fresh) w.since = std::chrono::steady_clock::now();
@@ -115,7 +117,8 @@ struct AccessRecordedLate : Break {
         if (st != KVBLOB_OK) return st;
         wanted.erase(region);
         for (const auto &[op, regions] : named) {
-            if (!regions.count(region) || recorded.count(op) || h.access(op) != KVBLOB_ACCESS_ENDED) continue;
+            if (!regions.count(region) || recorded.count(op) || !late_for(op) || h.access(op) != KVBLOB_ACCESS_ENDED)
+                continue;
             auto [it, fresh] = late.try_emplace(op);
             if (fresh) it->second.since = std::chrono::steady_clock::now();
             if (it->second.let_go_by == std::thread::id()) it->second.let_go_by = std::this_thread::get_id();
@@ -135,6 +138,32 @@ struct AccessRecordedLate : Break {
     }
 };
 const Registered busy_racing("lifetime.unregister-racing", make<AccessRecordedLate>);
+
+// m.reg1.cancel-recorded-late: the same, on the cancel path alone: an
+// operation that ends because it was cancelled is counted out of its
+// regions before its end is recorded; one that runs to its end is not.
+struct CancelRecordedLate : AccessRecordedLate {
+    std::set<kvblob_op_t *> cancelled;  // under mu
+    bool late_for(kvblob_op_t *op) const override { return cancelled.count(op) != 0; }
+    kvblob_status cancel(Hooked &h, kvblob_op_t *op) override
+    {
+        {
+            std::lock_guard lock(mu);
+            cancelled.insert(op);
+        }
+        return Break::cancel(h, op);
+    }
+    kvblob_status release(Hooked &h, kvblob_op_t *op) override
+    {
+        const kvblob_status st = AccessRecordedLate::release(h, op);
+        if (st == KVBLOB_OK) {
+            std::lock_guard lock(mu);
+            cancelled.erase(op);
+        }
+        return st;
+    }
+};
+const Registered cancel_racing("m.reg1.cancel-recorded-late", make<CancelRecordedLate>);
 
 // admission.unregistered-region: says gone, stays usable.
 struct UnregisterForgets : Break {

@@ -5,7 +5,10 @@
 // lets an unregister through in between: the region is gone while access()
 // still says OPEN, and a caller that trusts the unregister frees memory the
 // driver says it may touch. One operation naming many regions keeps that
-// window open while the driver counts it out of each.
+// window open while the driver counts it out of each. The get is let go
+// both ways it can be, in turn: its hold released (its rows run), and
+// cancelled (it ends at once); a driver ends an operation's access on each
+// path in code of its own, and may count out early on one alone.
 #include <atomic>
 #include <chrono>
 #include <latch>
@@ -91,15 +94,18 @@ void lifetime_unregister_racing(Context &c)
     for (const auto &r : c.run(d, OpKind::put, put))
         expect(r.result == KVBLOB_ROW_READY, "R-ROW-1", "a put of the get's rows was not READY");
 
-    // Rounds go on for up to 100, as time allows (at least 1). Each: one
-    // region a row, the first row's key held (stage_held_get holds the
-    // whole get), one thread trying the first region and the last in turn
-    // (a driver may count out in either order; one thread, not one a
-    // region, so that on two cores the thread that ends the get's access
-    // runs beside it), and the get let go once it is trying. Once the get
-    // settled and was released, every region must unregister.
+    // Rounds go on for up to 100, as time allows (at least 2: one of each
+    // way of letting go). Each: one region a row, the first row's key held
+    // (stage_held_get holds the whole get), one thread trying the first
+    // region and the last in turn (a driver may count out in either order;
+    // one thread, not one a region, so that on two cores the thread that
+    // ends the get's access runs beside it), and the get let go once it is
+    // trying: its hold released in odd rounds, the get cancelled in even
+    // ones (stage_held_get: a cancel ends a held get, R-CAN-1). Once the
+    // get settled and was released, every region must unregister.
     const auto until = std::chrono::steady_clock::now() + c.op_timeout / 8;
-    for (uint64_t round = 1; round <= 100 && (round == 1 || std::chrono::steady_clock::now() < until); ++round) {
+    for (uint64_t round = 1; round <= 100 && (round <= 2 || std::chrono::steady_clock::now() < until); ++round) {
+        const bool cancelled = round % 2 == 0;
         std::vector<kvblob_region_t *> regions;
         for (uint64_t i = 0; i < n; ++i) regions.push_back(c.reg(d, dst->data() + i * row, row));
         c.stage(d, "stage_held_get", keys[0], "R-REG-1");
@@ -111,6 +117,7 @@ void lifetime_unregister_racing(Context &c)
         std::latch first(1);
         std::atomic<bool> ended{false};
         bool settled = false;
+        kvblob_status cancel = KVBLOB_OK;
         CheckThreads(2, [&](int t) {
             if (t == 0) {
                 saw = unregister_racing(c, d, raced, op, first, ended);
@@ -118,21 +125,28 @@ void lifetime_unregister_racing(Context &c)
             }
             SetOnExit done{ended};
             first.wait();
-            c.stage(d, "release_staged", "R-REG-1");
+            if (cancelled) cancel = d.table().cancel(d.handle(), op);
+            else c.stage(d, "release_staged", "R-REG-1");
             settled = c.settle(d, op);
         }).join();
-        expect(settled, "R-ACC-2", "the released get did not settle");
+        // Nothing is held after a cancel; the hold itself ends here.
+        if (cancelled) c.stage(d, "release_staged", "R-REG-1");
+        expect(cancel == KVBLOB_OK, "R-CAN-1",
+               std::string("cancel of the held get answered ") + kvblob_status_name(cancel));
+        expect(settled, "R-ACC-2", cancelled ? "the cancelled get did not settle" : "the released get did not settle");
         if (d.table().access(d.handle(), op) == KVBLOB_ACCESS_UNPROVABLE) {
             // Its regions stay registered for good (R-REG-2, which
             // lifetime.unprovable-pins judges): no unregister can succeed.
             dst->leak();
             kvblob::keep_alive_for_good(dst.release());
-            c.not_exercised("the released get's access ended unprovable (R-REG-2), so its regions can never be "
+            c.not_exercised(std::string(cancelled ? "the cancelled" : "the released") +
+                            " get's access ended unprovable (R-REG-2), so its regions can never be "
                             "unregistered; kept " + std::to_string(n * row) + " bytes of caller memory alive on "
                             "purpose");
             return;
         }
-        const std::string when = " (round " + std::to_string(round) + ", " + std::to_string(n) + " regions)";
+        const std::string when = " (round " + std::to_string(round) + ", " + std::to_string(n) + " regions, the get " +
+                                 (cancelled ? "cancelled" : "let go by release_staged") + ")";
         for (size_t t = 0; t < saw.size(); ++t) {
             const std::string which = std::string("the get's ") + (t == 0 ? "first" : "last") + " region";
             expect(saw[t].access_then != KVBLOB_ACCESS_OPEN, "R-REG-1",
@@ -144,7 +158,7 @@ void lifetime_unregister_racing(Context &c)
                    "unregister of " + which + " while the get's access was open answered " +
                        kvblob_status_name(saw[t].refused) + ", not KVBLOB_E_BUSY" + when);
         }
-        expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused after settle");
+        expect(d.table().release(d.handle(), op) == KVBLOB_OK, "R-OPS-1", "release refused after settle" + when);
         for (uint64_t i = 0; i < n; ++i) {
             if ((i == 0 && saw[0].gone) || (i + 1 == n && saw[1].gone)) continue;
             expect(c.unreg(d, regions[i]) == KVBLOB_OK, "R-REG-1",
