@@ -170,7 +170,9 @@ public:
     // (never freed, the caller's memory pinned), and letting go of this
     // Driver afterwards only looks again without waiting. While the caller
     // still holds regions or operations, it answers E_BUSY and the shutdown
-    // runs, with this timeout, when the last of them is let go.
+    // runs, with this timeout, when the last of them is let go. Like the
+    // destructor, it is called once no other thread calls this Driver: a
+    // submit or register_region racing it may take a share after it looked.
     kvblob_status shutdown(std::chrono::nanoseconds timeout);
 
 private:
