@@ -3,7 +3,8 @@
 # and prints the kill rate per contract rule. Fails when a rule has fewer
 # than three mutants, when the reference build does not pass those checks,
 # when a mutant survives without being listed in equivalent.txt (with the
-# reason), or when a mutant listed there is killed after all.
+# reason), when a mutant listed there is killed after all, or when
+# docs/vendor-guide.md or docs/testing.md names another count of mutants.
 # Usage: campaign.sh RUNNER MUTANT_LIBRARY MUTANTS EQUIVALENT CONTRACT
 # (CONTRACT is docs/contract.md: every rule it defines but the loader's
 # R-LOAD-*, which the host enforces, is a rule a driver can break.)
@@ -31,6 +32,13 @@ while read -r rule; do
     n=$(awk -v r="$rule" '$2 == r' "$work/list" | wc -l)
     [ "$n" -ge 3 ] || complain "rule $rule has $n mutant(s); the campaign wants at least 3"
 done < "$work/rules"
+# The guides name how many mutants there are: this list's count (a number
+# after a space or a line's start: "R-CAP-2 mutants" names a rule).
+for guide in vendor-guide.md testing.md; do
+    said=$(grep -oE '(^|[[:space:]])[0-9]+ mutants' "$(dirname "$contract")/$guide" | head -1 | grep -oE '[0-9]+ mutants')
+    [ "$said" = "$(wc -l < "$work/list") mutants" ] ||
+        complain "docs/$guide says '${said:-no count of mutants}'; $mutants lists $(wc -l < "$work/list")"
+done
 awk '{print $2}' "$work/list" | sort -u | while read -r rule; do
     grep -qx "$rule" "$work/rules" || echo "campaign: $mutants names $rule, which is not a contract rule"
 done | grep . && status=1
