@@ -69,8 +69,7 @@ bool TieredDriver::start_get(TieredOp &op)
     if (flow && !flow->handed_off) flow->reset();
     else flow = std::make_shared<GetFlow>();
     op.spare_flow = flow;  // set now: op may be gone once the flow is claimed
-    for (size_t i = 0; i < op.rows.size(); ++i)
-        if (begin_row(op, i)) flow->rows.push_back(i);
+    begin_rows(op, flow->rows);
     if (flow->rows.empty()) return false;  // every row CANCELLED already: run() ends it
     {
         std::lock_guard lock(flow->mu);
@@ -181,7 +180,7 @@ bool TieredDriver::end_from_top(TieredOp &op, GetFlow &flow, const std::vector<k
     // touch after that remove would record the key again, its bytes counted
     // for an object the top tier no longer holds.
     drop(recency_.touch(flow.used, !write_back_));
-    for (size_t i : flow.rows) set_row(op, i, KVBLOB_ROW_READY);
+    set_rows_ready(op, flow.rows);
     flow.claimed = true;
     end_access(op);
     finish(op);  // the last touch

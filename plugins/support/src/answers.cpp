@@ -158,12 +158,39 @@ bool DriverBase::begin_row(Op &op, size_t i)
     return true;
 }
 
+void DriverBase::begin_rows(Op &op, std::vector<size_t> &out)
+{
+    const bool cancelled = op.cancel_requested.load();
+    for (size_t i = 0; i < op.rows.size(); ++i) {
+        Row &row = op.rows[i];
+        if (row.result.load() != KVBLOB_ROW_PENDING) continue;
+        if (!row.started.load()) {
+            if (cancelled) {
+                set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled before it started");
+                continue;
+            }
+            row.started.store(true, std::memory_order_release);  // as begin_row's
+        }
+        out.push_back(i);
+    }
+}
+
 void DriverBase::set_row(Op &op, size_t i, kvblob_row_result result, int32_t code, std::string message)
 {
     Row &row = op.rows[i];
     row.code = code;
     row.message = std::move(message);
     row.result.store(result, std::memory_order_release);
+}
+
+void DriverBase::set_rows_ready(Op &op, const std::vector<size_t> &rows)
+{
+    for (size_t i : rows) {
+        Row &row = op.rows[i];
+        row.code = 0;
+        row.message.clear();
+        row.result.store(KVBLOB_ROW_READY, std::memory_order_release);
+    }
 }
 
 uint32_t DriverBase::set_state(Op &op, uint32_t bit)

@@ -267,7 +267,15 @@ protected:
     // (cancelled), true when it started already (a held operation going
     // on); otherwise marks it started, or CANCELLED when cancel came first.
     bool begin_row(Op &op, size_t i);
+    // begin_row of each row in order, the indices of those to run appended
+    // to out; cancel is looked at once, before the first (a cancel during
+    // the walk counts as after it). One call, not one a row: what a driver
+    // that starts every row at once takes (the tiered driver's get).
+    void begin_rows(Op &op, std::vector<size_t> &out);
     void set_row(Op &op, size_t i, kvblob_row_result result, int32_t code = 0, std::string message = {});
+    // set_row(op, i, KVBLOB_ROW_READY) for each i of rows, without a message
+    // made and moved in for each.
+    void set_rows_ready(Op &op, const std::vector<size_t> &rows);
     // Results are final (every row has a result). Then the op may be gone:
     // the caller must not touch it after both finish() and end_access().
     void finish(Op &op);
