@@ -143,36 +143,31 @@ void DriverBase::announced(Op &op)
 
 // ---- executing drivers' helpers -------------------------------------------
 
-bool DriverBase::begin_row(Op &op, size_t i)
+// Inlined into both callers: out of line, a call a row was half of what
+// begin_rows saves over begin_row in a loop (callgrind, 4 KiB x 32 gets).
+[[gnu::always_inline]] inline bool DriverBase::begin_row(Op &op, size_t i, bool cancelled)
 {
-    if (op.rows[i].result.load() != KVBLOB_ROW_PENDING) return false;
-    if (op.rows[i].started.load()) return true;
-    if (op.cancel_requested.load()) {
+    Row &row = op.rows[i];
+    if (row.result.load() != KVBLOB_ROW_PENDING) return false;
+    if (row.started.load()) return true;
+    if (cancelled) {
         set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled before it started");
         return false;
     }
     // Read again by this row's own thread, or by one it handed the row to
     // through a queue or lock (which orders them): a release store, not
     // the full fence of a sequentially consistent one on every row.
-    op.rows[i].started.store(true, std::memory_order_release);
+    row.started.store(true, std::memory_order_release);
     return true;
 }
+
+bool DriverBase::begin_row(Op &op, size_t i) { return begin_row(op, i, op.cancel_requested.load()); }
 
 void DriverBase::begin_rows(Op &op, std::vector<size_t> &out)
 {
     const bool cancelled = op.cancel_requested.load();
-    for (size_t i = 0; i < op.rows.size(); ++i) {
-        Row &row = op.rows[i];
-        if (row.result.load() != KVBLOB_ROW_PENDING) continue;
-        if (!row.started.load()) {
-            if (cancelled) {
-                set_row(op, i, KVBLOB_ROW_CANCELLED, 0, "cancelled before it started");
-                continue;
-            }
-            row.started.store(true, std::memory_order_release);  // as begin_row's
-        }
-        out.push_back(i);
-    }
+    for (size_t i = 0; i < op.rows.size(); ++i)
+        if (begin_row(op, i, cancelled)) out.push_back(i);
 }
 
 void DriverBase::set_row(Op &op, size_t i, kvblob_row_result result, int32_t code, std::string message)

@@ -287,6 +287,9 @@ protected:
     void cancel_unstarted(Op &op);
 
 private:
+    // begin_row's step, cancelled being what op.cancel_requested said: one
+    // step for begin_row and begin_rows, which looks at cancel once.
+    bool begin_row(Op &op, size_t i, bool cancelled);
     // Sets bit in op's state (for a notifying driver, counted in as an
     // announcement under way first). Returns the state before.
     uint32_t set_state(Op &op, uint32_t bit);
